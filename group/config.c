@@ -600,10 +600,36 @@ static int read_root(struct loader *ld, enum rank rank, const char *file,
  * (5000000000 reads as 705032704). Strings and comments are skipped.
  */
 struct scan {
+	const char *begin;
 	unsigned include_line;
 	unsigned big_line;
 	char big[32];
+	char big_name[64];      /* the name in "name = literal", if any */
 };
+
+/* The name before "= literal" or ": literal" ending at p, if there is one. */
+static void name_before(const struct scan *sc, const char *p, char *dst,
+			size_t size)
+{
+	const char *end;
+
+	dst[0] = '\0';
+	while (p > sc->begin && isspace((unsigned char)p[-1]))
+		p--;
+	if (p == sc->begin || (p[-1] != '=' && p[-1] != ':'))
+		return;
+	p--;
+	while (p > sc->begin && isspace((unsigned char)p[-1]))
+		p--;
+	end = p;
+	while (p > sc->begin && (isalnum((unsigned char)p[-1]) ||
+				 strchr("-_*", p[-1])))
+		p--;
+	if (end > p && (size_t)(end - p) < size) {
+		memcpy(dst, p, (size_t)(end - p));
+		dst[end - p] = '\0';
+	}
+}
 
 static const char *scan_number(const char *p, const char *end, unsigned line,
 			       struct scan *sc)
@@ -644,6 +670,7 @@ static const char *scan_number(const char *p, const char *end, unsigned line,
 		memcpy(sc->big, start, len);
 		sc->big[len] = '\0';
 		sc->big_line = line;
+		name_before(sc, start, sc->big_name, sizeof(sc->big_name));
 	}
 	return p;
 }
@@ -691,17 +718,21 @@ static void scan_text(const char *p, const char *end, struct scan *sc)
 	}
 }
 
-/* The setting a too-big literal belongs to: an integer on that line. */
+/* The setting a too-big literal belongs to: an integer on that line, with
+ * the name written before the literal when there is one. */
 static const config_setting_t *int_on_line(const config_setting_t *s,
-					   unsigned line)
+					   unsigned line, const char *name)
 {
+	const char *sn = config_setting_name(s);
+
 	if (config_setting_type(s) == CONFIG_TYPE_INT &&
-	    config_setting_source_line(s) == line)
+	    config_setting_source_line(s) == line &&
+	    (!name[0] || (sn && strcmp(sn, name) == 0)))
 		return s;
 	if (config_setting_is_aggregate(s))
 		for (int i = 0; i < config_setting_length(s); i++) {
-			const config_setting_t *f =
-				int_on_line(config_setting_get_elem(s, (unsigned)i), line);
+			const config_setting_t *f = int_on_line(
+				config_setting_get_elem(s, (unsigned)i), line, name);
 			if (f)
 				return f;
 		}
@@ -731,7 +762,7 @@ static void setting_path(const config_setting_t *s, char *dst, size_t size)
 static int parse_text(struct loader *ld, enum rank rank, const char *file,
 		      const char *text, size_t len)
 {
-	struct scan sc = { 0 };
+	struct scan sc = { .begin = text };
 	const char *nul = memchr(text, '\0', len);
 	config_t cf;
 	int rc;
@@ -757,7 +788,7 @@ static int parse_text(struct loader *ld, enum rank rank, const char *file,
 				      config_error_text(&cf));
 	} else if (sc.big_line) {
 		const config_setting_t *s = int_on_line(config_root_setting(&cf),
-							sc.big_line);
+							sc.big_line, sc.big_name);
 		struct origin o = { .rank = rank, .file = file, .line = sc.big_line };
 		char path[160];
 
