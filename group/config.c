@@ -16,6 +16,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <libconfig.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -167,6 +168,8 @@ static int fail(struct loader *ld, const struct origin *o, const char *setting,
 
 		snprintf(where, sizeof(where), "--set %s",
 			 quoted(q, sizeof(q), o->set));
+	} else if (o->rank == FROM_DEFAULT) {
+		snprintf(where, sizeof(where), "(default)");
 	} else if (o->line) {
 		snprintf(where, sizeof(where), "%s:%u", o->file, o->line);
 	} else {
@@ -243,29 +246,29 @@ static int fail_unknown_section(struct loader *ld, const struct origin *o,
 		    "unknown setting (known sections: group, smc, rdmc, sst, members)");
 }
 
-/* Strict size syntax: digits, then an optional K, M or G (binary). */
+/* Strict size syntax: digits, then an optional K, M or G (binary). A
+ * value too large for any setting saturates (the range check refuses it,
+ * quoting the text as written). */
 static bool parse_size(const char *s, int64_t *out)
 {
+	const uint64_t cap = UINT64_C(1) << 62;
 	uint64_t v = 0, mult = 1;
 	const char *p = s;
 
 	if (!isdigit((unsigned char)*p))
 		return false;
-	for (; isdigit((unsigned char)*p); p++) {
-		if (v > (UINT64_C(1) << 40))
-			return false;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
+	for (; isdigit((unsigned char)*p); p++)
+		v = v > cap ? cap + 1 : v * 10 + (uint64_t)(*p - '0');
 	switch (*p) {
 	case '\0': break;
-	case 'K': case 'k': mult = KIB; p++; break;
-	case 'M': case 'm': mult = MIB; p++; break;
-	case 'G': case 'g': mult = GIB; p++; break;
+	case 'K': mult = KIB; p++; break;
+	case 'M': mult = MIB; p++; break;
+	case 'G': mult = GIB; p++; break;
 	default: return false;
 	}
-	if (*p != '\0' || v > (UINT64_C(1) << 40))
+	if (*p != '\0')
 		return false;
-	*out = (int64_t)(v * mult);
+	*out = v > cap / mult ? (int64_t)cap : (int64_t)(v * mult);
 	return true;
 }
 
@@ -311,11 +314,14 @@ static int check_string(struct loader *ld, int k, const struct origin *o,
 	return 0;
 }
 
+/* Bounds of a number; `raw` (NULL for a libconfig integer) is the text
+ * as the user wrote it, quoted back in the error. */
 static int check_number(struct loader *ld, int k, const struct origin *o,
-			const char *path, int64_t v, struct slot *dst)
+			const char *path, int64_t v, const char *raw,
+			struct slot *dst)
 {
 	const struct key_def *d = &keys[k];
-	char what[64], lo[32], hi[32], got[32];
+	char what[64], lo[32], hi[32], got[64];
 	bool ok = v >= d->min && v <= d->max;
 
 	if (d->pow2 && (v <= 0 || (v & (v - 1))))
@@ -334,6 +340,7 @@ static int check_number(struct loader *ld, int k, const struct origin *o,
 		return fail(ld, o, path, "must be %s between %s and %s (got %s)",
 			    what, num_text(lo, sizeof(lo), d->kind, d->min),
 			    num_text(hi, sizeof(hi), d->kind, d->max),
+			    raw ? quoted(got, sizeof(got), raw) :
 			    num_text(got, sizeof(got), d->kind, v));
 	}
 	dst->num = v;
@@ -371,7 +378,8 @@ static int read_setting(struct loader *ld, int k, const struct origin *o,
 		if (type != CONFIG_TYPE_INT && type != CONFIG_TYPE_INT64)
 			return fail(ld, o, path, "must be an integer (got %s)",
 				    type_name(type));
-		rc = check_number(ld, k, o, path, config_setting_get_int64(s), &v);
+		rc = check_number(ld, k, o, path, config_setting_get_int64(s),
+				  NULL, &v);
 		break;
 	case KIND_SIZE:
 		if (type == CONFIG_TYPE_STRING) {
@@ -381,10 +389,10 @@ static int read_setting(struct loader *ld, int k, const struct origin *o,
 			if (!parse_size(str, &n))
 				return fail(ld, o, path, SIZE_SYNTAX " (got \"%s\")",
 					    quoted(q, sizeof(q), str));
-			rc = check_number(ld, k, o, path, n, &v);
+			rc = check_number(ld, k, o, path, n, str, &v);
 		} else if (type == CONFIG_TYPE_INT || type == CONFIG_TYPE_INT64) {
 			rc = check_number(ld, k, o, path,
-					  config_setting_get_int64(s), &v);
+					  config_setting_get_int64(s), NULL, &v);
 		} else {
 			return fail(ld, o, path, SIZE_SYNTAX " (got %s)",
 				    type_name(type));
@@ -654,15 +662,24 @@ static const char *scan_number(const char *p, const char *end, unsigned line,
 			break;
 		}
 	}
+	if (hex)
+		digits += 2;
+	while (digits + 1 < p && *digits == '0')
+		digits++;
 	n = (size_t)(p - digits);
-	if (is_float || n == 0 || n >= sizeof(buf) || p[-1] == 'L' ||
-	    p[-1] == 'l' || sc->big_line)
+	if (is_float || n == 0 || p[-1] == 'L' || p[-1] == 'l' || sc->big_line)
 		return p;
-	memcpy(buf, digits, n);
-	buf[n] = '\0';
-	errno = 0;
-	v = strtoull(buf, NULL, hex ? 16 : 10);
-	if (errno == ERANGE || v > (neg && !hex ? 2147483648ULL : 2147483647ULL)) {
+	if (n >= sizeof(buf)) {
+		v = ULLONG_MAX;
+	} else {
+		memcpy(buf, digits, n);
+		buf[n] = '\0';
+		errno = 0;
+		v = strtoull(buf, NULL, hex ? 16 : 10);
+		if (errno == ERANGE)
+			v = ULLONG_MAX;
+	}
+	if (v > (neg && !hex ? 2147483648ULL : 2147483647ULL)) {
 		size_t len = (size_t)(p - start);
 
 		if (len >= sizeof(sc->big))
@@ -864,12 +881,16 @@ static int load_file(struct loader *ld, enum rank rank, const char *path)
 static int apply_set(struct loader *ld, const char *arg)
 {
 	struct origin o = { .rank = FROM_SET, .set = arg };
-	const char *eq = strchr(arg, '='), *dot, *value;
+	const char *eq, *dot, *value;
 	char section[64], key[64], path[160], known[160], q[128];
 	struct slot v = { .set = true, .from = o };
 	int64_t n;
 	int k, rc = 0;
 
+	if (!arg)
+		return squall_error_set(ld->err, -EINVAL,
+					"--set: no section.key=value given");
+	eq = strchr(arg, '=');
 	dot = memchr(arg, '.', eq ? (size_t)(eq - arg) : strlen(arg));
 	if (!eq || !dot || dot == arg || dot + 1 == eq ||
 	    (size_t)(dot - arg) >= sizeof(section) ||
@@ -907,14 +928,14 @@ static int apply_set(struct loader *ld, const char *arg)
 		if (!parse_int(value, &n))
 			return fail(ld, &o, path, "must be an integer (got \"%s\")",
 				    quoted(q, sizeof(q), value));
-		rc = check_number(ld, k, &o, path, n, &v);
+		rc = check_number(ld, k, &o, path, n, value, &v);
 		break;
 	case KIND_SIZE:
 		if (!parse_size(value, &n) &&
 		    !(value[0] == '-' && parse_int(value, &n)))
 			return fail(ld, &o, path, SIZE_SYNTAX " (got \"%s\")",
 				    quoted(q, sizeof(q), value));
-		rc = check_number(ld, k, &o, path, n, &v);
+		rc = check_number(ld, k, &o, path, n, value, &v);
 		break;
 	}
 	if (rc == 0)
