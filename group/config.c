@@ -314,6 +314,27 @@ static int check_string(struct loader *ld, int k, const struct origin *o,
 	return 0;
 }
 
+static int fail_range(struct loader *ld, const struct key_def *d,
+		      const struct origin *o, const char *path, int64_t v,
+		      const char *raw)
+{
+	char what[64], lo[32], hi[32], got[64];
+
+	if (d->pow2)
+		snprintf(what, sizeof(what), "a power of two");
+	else if (d->multiple)
+		snprintf(what, sizeof(what), "a multiple of %s",
+			 size_text(lo, sizeof(lo), (int64_t)d->multiple));
+	else
+		snprintf(what, sizeof(what), d->kind == KIND_SIZE ?
+			 "a size" : "an integer");
+	return fail(ld, o, path, "must be %s between %s and %s (got %s)",
+		    what, num_text(lo, sizeof(lo), d->kind, d->min),
+		    num_text(hi, sizeof(hi), d->kind, d->max),
+		    raw ? quoted(got, sizeof(got), raw) :
+		    num_text(got, sizeof(got), d->kind, v));
+}
+
 /* Bounds of a number; `raw` (NULL for a libconfig integer) is the text
  * as the user wrote it, quoted back in the error. */
 static int check_number(struct loader *ld, int k, const struct origin *o,
@@ -321,28 +342,14 @@ static int check_number(struct loader *ld, int k, const struct origin *o,
 			struct slot *dst)
 {
 	const struct key_def *d = &keys[k];
-	char what[64], lo[32], hi[32], got[64];
 	bool ok = v >= d->min && v <= d->max;
 
 	if (d->pow2 && (v <= 0 || (v & (v - 1))))
 		ok = false;
 	if (d->multiple && v % (int64_t)d->multiple)
 		ok = false;
-	if (!ok) {
-		if (d->pow2)
-			snprintf(what, sizeof(what), "a power of two");
-		else if (d->multiple)
-			snprintf(what, sizeof(what), "a multiple of %s",
-				 size_text(lo, sizeof(lo), (int64_t)d->multiple));
-		else
-			snprintf(what, sizeof(what), d->kind == KIND_SIZE ?
-				 "a size" : "an integer");
-		return fail(ld, o, path, "must be %s between %s and %s (got %s)",
-			    what, num_text(lo, sizeof(lo), d->kind, d->min),
-			    num_text(hi, sizeof(hi), d->kind, d->max),
-			    raw ? quoted(got, sizeof(got), raw) :
-			    num_text(got, sizeof(got), d->kind, v));
-	}
+	if (!ok)
+		return fail_range(ld, d, o, path, v, raw);
 	dst->num = v;
 	return 0;
 }
@@ -611,7 +618,7 @@ struct scan {
 	const char *begin;
 	unsigned include_line;
 	unsigned big_line;
-	char big[32];
+	char big[64];
 	char big_name[64];      /* the name in "name = literal", if any */
 };
 
@@ -683,9 +690,9 @@ static const char *scan_number(const char *p, const char *end, unsigned line,
 		size_t len = (size_t)(p - start);
 
 		if (len >= sizeof(sc->big))
-			len = sizeof(sc->big) - 1;
-		memcpy(sc->big, start, len);
-		sc->big[len] = '\0';
+			snprintf(sc->big, sizeof(sc->big), "%.40s...", start);
+		else
+			snprintf(sc->big, sizeof(sc->big), "%.*s", (int)len, start);
 		sc->big_line = line;
 		name_before(sc, start, sc->big_name, sizeof(sc->big_name));
 	}

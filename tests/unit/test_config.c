@@ -333,6 +333,14 @@ static void test_bad_sizes(void **state)
 		   "%s:3: group.region_size: must be a size: a number of bytes, or a string like \"256M\" (suffix K, M or G) (got \"12X\")");
 	expect_bad("\"64M\"", "\"64 M\"",
 		   "%s:3: group.region_size: must be a size: a number of bytes, or a string like \"256M\" (suffix K, M or G) (got \"64 M\")");
+	expect_bad("\"64M\"", "\"64m\"",
+		   "%s:3: group.region_size: must be a size: a number of bytes, or a string like \"256M\" (suffix K, M or G) (got \"64m\")");
+	expect_bad("\"64M\"", "\"99999999999999999999G\"",
+		   "%s:3: group.region_size: must be a multiple of 4K between 1M and 64G (got 99999999999999999999G)");
+	expect_bad("\"64M\"", "68719480832L",
+		   "%s:3: group.region_size: must be a multiple of 4K between 1M and 64G (got 67108868K)");
+	expect_bad("\"64M\"", "1234567890123456789012345678901234567890",
+		   "%s:3: group.region_size: 1234567890123456789012345678901234567890 does not fit in 32 bits and libconfig would truncate it: write 1234567890123456789012345678901234567890L (or, for a size, a string like \"64G\")");
 	expect_bad("\"64M\"", "\"-64M\"",
 		   "%s:3: group.region_size: must be a size: a number of bytes, or a string like \"256M\" (suffix K, M or G) (got \"-64M\")");
 	/* 2 members x 4096 slots x (8192 + 64) + 1M = 68681728 > 64M */
