@@ -1122,6 +1122,9 @@ int group_config_load_with(const char *path, const char *node_path,
 	rc = check_path(err, "group", path);
 	if (rc == 0 && node_path)
 		rc = check_path(err, "node", node_path);
+	if (rc == 0 && nsets && !sets)
+		rc = squall_error_set(err, -EINVAL, "--set: %zu settings but no list",
+				      nsets);
 	if (rc)
 		return rc;
 	ld = calloc(1, sizeof(*ld));

@@ -378,6 +378,21 @@ static void test_bad_file(void **state)
 	snprintf(path, sizeof(path), "%s: cannot read: Is a directory", dir);
 	assert_string_equal(err.msg, path);
 
+	/* a path that does not fit in cfg.path */
+	{
+		char longp[GROUP_CONFIG_PATH_MAX + 8];
+
+		memset(longp, 'a', sizeof(longp) - 1);
+		longp[sizeof(longp) - 1] = '\0';
+		assert_int_equal(group_config_load(longp, &cfg, &err),
+				 -ENAMETOOLONG);
+	}
+	assert_int_equal(group_config_load("", &cfg, &err), -EINVAL);
+	assert_string_equal(err.msg, "no group file given");
+	assert_int_equal(group_config_load_with(gpath, NULL, NULL, 1, &cfg, &err),
+			 -EINVAL);
+	assert_string_equal(err.msg, "--set: 1 settings but no list");
+
 	/* a NUL byte inside the text */
 	assert_int_equal(group_config_parse_text("mem.cfg", "a = 1;\n\0b", 9,
 						 &cfg, &err), -EINVAL);
