@@ -607,141 +607,6 @@ static int read_root(struct loader *ld, enum rank rank, const char *file,
 	return 0;
 }
 
-/*
- * A pass over the raw text before libconfig sees it, for what libconfig
- * 1.5 lets through: @include (a group file must be self-contained, and its
- * fingerprint must cover everything) and integer literals beyond 32 bits
- * without an L suffix, which libconfig truncates without a word
- * (5000000000 reads as 705032704). Strings and comments are skipped.
- */
-struct scan {
-	const char *begin;
-	unsigned include_line;
-	unsigned big_line;
-	char big[64];
-	char big_name[64];      /* the name in "name = literal", if any */
-};
-
-/* The name before "= literal" or ": literal" ending at p, if there is one. */
-static void name_before(const struct scan *sc, const char *p, char *dst,
-			size_t size)
-{
-	const char *end;
-
-	dst[0] = '\0';
-	while (p > sc->begin && isspace((unsigned char)p[-1]))
-		p--;
-	if (p == sc->begin || (p[-1] != '=' && p[-1] != ':'))
-		return;
-	p--;
-	while (p > sc->begin && isspace((unsigned char)p[-1]))
-		p--;
-	end = p;
-	while (p > sc->begin && (isalnum((unsigned char)p[-1]) ||
-				 strchr("-_*", p[-1])))
-		p--;
-	if (end > p && (size_t)(end - p) < size) {
-		memcpy(dst, p, (size_t)(end - p));
-		dst[end - p] = '\0';
-	}
-}
-
-static const char *scan_number(const char *p, const char *end, unsigned line,
-			       struct scan *sc)
-{
-	const char *start = p, *digits;
-	bool hex, is_float = false, neg = *p == '-';
-	unsigned long long v;
-	char buf[32];
-	size_t n;
-
-	if (*p == '-' || *p == '+')
-		p++;
-	digits = p;
-	hex = end - p > 2 && p[0] == '0' && (p[1] == 'x' || p[1] == 'X');
-	for (; p < end; p++) {
-		if (*p == '.' || (!hex && (*p == 'e' || *p == 'E'))) {
-			is_float = true;
-		} else if ((*p == '+' || *p == '-') && is_float &&
-			   (p[-1] == 'e' || p[-1] == 'E')) {
-			continue;
-		} else if (!isalnum((unsigned char)*p)) {
-			break;
-		}
-	}
-	if (hex)
-		digits += 2;
-	while (digits + 1 < p && *digits == '0')
-		digits++;
-	n = (size_t)(p - digits);
-	if (is_float || n == 0 || p[-1] == 'L' || p[-1] == 'l' || sc->big_line)
-		return p;
-	if (n >= sizeof(buf)) {
-		v = ULLONG_MAX;
-	} else {
-		memcpy(buf, digits, n);
-		buf[n] = '\0';
-		errno = 0;
-		v = strtoull(buf, NULL, hex ? 16 : 10);
-		if (errno == ERANGE)
-			v = ULLONG_MAX;
-	}
-	if (v > (neg && !hex ? 2147483648ULL : 2147483647ULL)) {
-		size_t len = (size_t)(p - start);
-
-		if (len >= sizeof(sc->big))
-			snprintf(sc->big, sizeof(sc->big), "%.40s...", start);
-		else
-			snprintf(sc->big, sizeof(sc->big), "%.*s", (int)len, start);
-		sc->big_line = line;
-		name_before(sc, start, sc->big_name, sizeof(sc->big_name));
-	}
-	return p;
-}
-
-static void scan_text(const char *p, const char *end, struct scan *sc)
-{
-	unsigned line = 1;
-
-	while (p < end) {
-		char c = *p;
-
-		if (c == '\n') {
-			line++;
-			p++;
-		} else if (c == '#' || (c == '/' && p + 1 < end && p[1] == '/')) {
-			while (p < end && *p != '\n')
-				p++;
-		} else if (c == '/' && p + 1 < end && p[1] == '*') {
-			for (p += 2; p < end && !(*p == '*' && p + 1 < end && p[1] == '/'); p++)
-				line += *p == '\n';
-			p = p < end ? p + 2 : end;
-		} else if (c == '"') {
-			for (p++; p < end && *p != '"'; p++) {
-				if (*p == '\\' && p + 1 < end)
-					p++;
-				line += *p == '\n';
-			}
-			p = p < end ? p + 1 : end;
-		} else if (c == '@') {
-			if (!sc->include_line && end - p >= 8 &&
-			    memcmp(p, "@include", 8) == 0)
-				sc->include_line = line;
-			p++;
-		} else if (isalpha((unsigned char)c) || c == '*') {
-			while (p < end && (isalnum((unsigned char)*p) ||
-					   strchr("-_*", *p)))
-				p++;
-		} else if (isdigit((unsigned char)c) ||
-			   ((c == '-' || c == '+' || c == '.') && p + 1 < end &&
-			    isdigit((unsigned char)p[1]))) {
-			p = scan_number(p, end, line, sc);
-		} else {
-			p++;
-		}
-	}
-}
-
 /* The setting a too-big literal belongs to: an integer on that line, with
  * the name written before the literal when there is one. */
 static const config_setting_t *int_on_line(const config_setting_t *s,
@@ -786,7 +651,7 @@ static void setting_path(const config_setting_t *s, char *dst, size_t size)
 static int parse_text(struct loader *ld, enum rank rank, const char *file,
 		      const char *text, size_t len)
 {
-	struct scan sc = { .begin = text };
+	struct group_config_scan sc = { .begin = text };
 	const char *nul = memchr(text, '\0', len);
 	config_t cf;
 	int rc;
@@ -799,7 +664,7 @@ static int parse_text(struct loader *ld, enum rank rank, const char *file,
 		return squall_error_set(ld->err, -EINVAL,
 					"%s:%u: contains a NUL byte", file, line);
 	}
-	scan_text(text, text + len, &sc);
+	group_config_scan(text, text + len, &sc);
 	if (sc.include_line)
 		return squall_error_set(ld->err, -EINVAL,
 					"%s:%u: @include is not supported: a group file must be self-contained",
