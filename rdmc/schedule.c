@@ -327,27 +327,27 @@ int rdmc_schedule_get(const struct rdmc_schedule *s, unsigned step,
 		      unsigned rank, struct rdmc_transfer *send,
 		      struct rdmc_transfer *recv)
 {
-	struct rdmc_transfer dummy_send, dummy_recv;
+	struct rdmc_transfer x = none, y = none;
 
 	if (rank >= s->n)
 		return -EINVAL;
-	send = send ? send : &dummy_send;
-	recv = recv ? recv : &dummy_recv;
-	*send = none;
-	*recv = none;
-	if (step >= s->steps)
-		return 0;
-	switch (s->alg) {
-	case RDMC_BINOMIAL:
-		binomial_get(s, step, rank, send, recv);
-		break;
-	case RDMC_CHAIN:
-		chain_get(s, step, rank, send, recv);
-		break;
-	case RDMC_SEQUENTIAL:
-		sequential_get(s, step, rank, send, recv);
-		break;
+	if (step < s->steps) {
+		switch (s->alg) {
+		case RDMC_BINOMIAL:
+			binomial_get(s, step, rank, &x, &y);
+			break;
+		case RDMC_CHAIN:
+			chain_get(s, step, rank, &x, &y);
+			break;
+		case RDMC_SEQUENTIAL:
+			sequential_get(s, step, rank, &x, &y);
+			break;
+		}
 	}
+	if (send)
+		*send = x;
+	if (recv)
+		*recv = y;
 	return 0;
 }
 

@@ -2,18 +2,21 @@
  * test_rdmc_schedule.c - every RDMC schedule, simulated step by step.
  *
  * For every algorithm, every n in 2..64 and every k in 1..256 the test runs
- * the schedule as the members would: each member asks only about the steps
- * in which rdmc_schedule_next_active() says it is busy, and the test checks
- * that within a step every send meets the matching receive at its peer,
- * that a member only sends blocks it received in an earlier step (rank 0
- * has them all), that nobody receives a block twice, that every member ends
- * with all k blocks, and the step count. Skipping idle steps keeps the
- * sequential schedules (k * (n - 1) steps) cheap; that the skipped steps
- * really are idle is checked separately against rdmc_schedule_get() for
- * every (step, rank) of the binomial and chain schedules and of the smaller
- * sequential ones, and is implied for the rest: a skipped transfer would
- * leave its peer unmatched or a block missing. The binomial pipeline is
- * held to k + ceil(log2 n) - 1 steps for every n, powers of two or not.
+ * the schedule and checks, step by step: every receive meets the matching
+ * send at its peer and every send its receive; a member sends only blocks
+ * it received in an earlier step (rank 0 has them all); nobody receives a
+ * block twice; each member sends and receives at most one block a step
+ * (the API has room for no more); at the end every member holds all k
+ * blocks; and the step count (the binomial pipeline is held to
+ * k + ceil(log2 n) - 1 steps for every n, powers of two or not).
+ *
+ * The binomial and chain schedules are run asking every member about every
+ * step. The sequential ones (k * (n - 1) steps, two members busy in each)
+ * are run the way a member that skips its idle steps runs them: each
+ * member asks only about the steps rdmc_schedule_next_active() names; a
+ * busy step it skipped would leave a peer unmatched or a block missing.
+ * test_idle_steps compares next_active() with get() on every (step, rank)
+ * for a spread of sizes, and runs binomial and chain the skipping way too.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -94,14 +97,49 @@ static bool busy(const struct rdmc_transfer *s, const struct rdmc_transfer *r)
 	return s->peer != RDMC_NONE || r->peer != RDMC_NONE;
 }
 
-/* Run one schedule the way its members would and check everything. With
- * `dense`, also ask every member about every step and check that the ones
- * next_active() skipped are idle. */
-static void simulate(enum rdmc_algorithm alg, unsigned n, unsigned k,
-		     bool dense)
+/* Check the transfers of one step among the busy members list[0..nb) and
+ * deliver the blocks received. Every receive must meet the matching send
+ * at its peer, from a peer that had the block before this step, of a block
+ * the receiver lacks; as many sends as receives then means every send met
+ * its receive too. Returns the blocks delivered. */
+static unsigned check_step(enum rdmc_algorithm alg, unsigned n, unsigned k,
+			   unsigned step, const unsigned *list, unsigned nb)
 {
+	unsigned sends = 0, recvs = 0;
+
+	for (unsigned j = 0; j < nb; j++) {
+		unsigned r = list[j], p = rcv[r].peer, b = rcv[r].block;
+
+		sends += snd[r].peer != RDMC_NONE;
+		if (p == RDMC_NONE)
+			continue;
+		recvs++;
+		CHECK(p < n && p != r && b < k, "receive of a bad peer or block");
+		CHECK(stamp[p] == step + 1 && snd[p].peer == r &&
+		      snd[p].block == b, "receive without the matching send");
+		CHECK(p == 0 || (have[p][b] != 0 && have[p][b] <= step),
+		      "sends a block it does not have yet");
+		CHECK(have[r][b] == 0, "block received twice");
+		have[r][b] = step + 1;
+		nhave[r]++;
+	}
+	{
+		unsigned r = RDMC_NONE; /* for CHECK's message */
+		CHECK(sends == recvs, "send without the matching receive");
+	}
+	return recvs;
+}
+
+/* Run one schedule and check everything. With `every`, every member is
+ * asked about every step; without, each member is asked only about the
+ * steps rdmc_schedule_next_active() names, the way a member that skips its
+ * idle steps runs it. */
+static void simulate(enum rdmc_algorithm alg, unsigned n, unsigned k,
+		     bool every)
+{
+	static unsigned list[N_ALLOC];
 	struct rdmc_schedule *s;
-	unsigned steps, step = 0, r = 0, last_busy = 0, received = 0;
+	unsigned steps, step = 0, r = 0, last_busy = 0, received = 0, nb;
 
 	assert_int_equal(rdmc_schedule_create(alg, n, k, &s), 0);
 	steps = rdmc_schedule_steps(s);
@@ -120,71 +158,46 @@ static void simulate(enum rdmc_algorithm alg, unsigned n, unsigned k,
 	}
 	for (unsigned b = 0; b < k; b++)
 		have[0][b] = 1; /* the sender has every block: a receipt fails */
-	for (step = 0; step <= steps; step++)
-		bucket_head[step] = NIL;
-	for (r = 0; r < n; r++) {
-		unsigned first = rdmc_schedule_next_active(s, r, 0);
-		CHECK(first <= steps, "next_active beyond the end");
-		push(first, r);
+	if (!every) {
+		for (step = 0; step <= steps; step++)
+			bucket_head[step] = NIL;
+		for (r = 0; r < n; r++) {
+			unsigned first = rdmc_schedule_next_active(s, r, 0);
+			CHECK(first <= steps, "next_active beyond the end");
+			push(first, r);
+		}
 	}
 
 	for (step = 0; step < steps; step++) {
-		/* Everyone busy in this step states its transfers. */
-		for (r = bucket_head[step]; r != NIL; r = bucket_next[r]) {
-			assert_int_equal(rdmc_schedule_get(s, step, r, &snd[r],
-							   &rcv[r]), 0);
-			CHECK(busy(&snd[r], &rcv[r]),
-			      "next_active named an idle step");
-			stamp[r] = step + 1;
-		}
-		for (r = 0; dense && r < n; r++) {
-			struct rdmc_transfer x, y;
-			if (stamp[r] == step + 1)
-				continue;
-			assert_int_equal(rdmc_schedule_get(s, step, r, &x, &y), 0);
-			CHECK(!busy(&x, &y), "next_active skipped a busy step");
-		}
-		/* Both ends of every transfer agree; senders hold the block. */
-		for (r = bucket_head[step]; r != NIL; r = bucket_next[r]) {
-			struct rdmc_transfer *x = &snd[r], *y = &rcv[r];
-			if (x->peer != RDMC_NONE) {
-				unsigned p = x->peer;
-				CHECK(p < n && p != r, "send to a bad peer");
-				CHECK(x->block < k, "send of a bad block");
-				CHECK(r == 0 || (have[r][x->block] != 0 &&
-						 have[r][x->block] <= step),
-				      "sends a block it does not have yet");
-				CHECK(stamp[p] == step + 1,
-				      "peer of a send is idle");
-				CHECK(rcv[p].peer == r && rcv[p].block == x->block,
-				      "send without the matching receive");
+		nb = 0;
+		if (every) {
+			for (r = 0; r < n; r++) {
+				rdmc_schedule_get(s, step, r, &snd[r], &rcv[r]);
+				if (busy(&snd[r], &rcv[r])) {
+					stamp[r] = step + 1;
+					list[nb++] = r;
+				}
 			}
-			if (y->peer != RDMC_NONE) {
-				unsigned p = y->peer;
-				CHECK(p < n && p != r, "receive from a bad peer");
-				CHECK(y->block < k, "receive of a bad block");
-				CHECK(stamp[p] == step + 1,
-				      "peer of a receive is idle");
-				CHECK(snd[p].peer == r && snd[p].block == y->block,
-				      "receive without the matching send");
+		} else {
+			for (r = bucket_head[step]; r != NIL; r = bucket_next[r]) {
+				CHECK(rdmc_schedule_get(s, step, r, &snd[r],
+							&rcv[r]) == 0, "get");
+				CHECK(busy(&snd[r], &rcv[r]),
+				      "next_active named an idle step");
+				stamp[r] = step + 1;
+				list[nb++] = r;
 			}
 		}
-		/* Deliver, then queue each member for its next busy step. */
-		for (r = bucket_head[step]; r != NIL;) {
-			unsigned nr = bucket_next[r], next;
-			if (rcv[r].peer != RDMC_NONE) {
-				CHECK(have[r][rcv[r].block] == 0,
-				      "block received twice");
-				have[r][rcv[r].block] = step + 1;
-				nhave[r]++;
-				received++;
-			}
+		received += check_step(alg, n, k, step, list, nb);
+		if (nb)
+			last_busy = step;
+		for (unsigned j = 0; !every && j < nb; j++) {
+			unsigned next;
+			r = list[j];
 			next = rdmc_schedule_next_active(s, r, step + 1);
 			CHECK(next > step && next <= steps,
 			      "next_active went backwards");
 			push(next, r);
-			last_busy = step;
-			r = nr;
 		}
 	}
 	for (r = 1; r < n; r++)
@@ -221,24 +234,48 @@ static void check_idle_steps(enum rdmc_algorithm alg, unsigned n, unsigned k)
 	rdmc_schedule_destroy(s);
 }
 
-static void test_every_schedule(void **state)
+/* Every n in 2..64 and k in 1..256 for one algorithm. */
+static void every_schedule(enum rdmc_algorithm alg)
+{
+	for (unsigned n = 2; n <= N_MAX; n++)
+		for (unsigned k = 1; k <= K_MAX; k++)
+			simulate(alg, n, k, alg != RDMC_SEQUENTIAL);
+}
+
+static void test_every_binomial(void **state)
 {
 	(void)state;
-	for (unsigned a = 0; a < sizeof(algs) / sizeof(algs[0]); a++)
-		for (unsigned n = 2; n <= N_MAX; n++)
-			for (unsigned k = 1; k <= K_MAX; k++)
-				simulate(algs[a], n, k,
-					 algs[a] != RDMC_SEQUENTIAL || n <= 8 ||
-						 k <= 4);
+	every_schedule(RDMC_BINOMIAL);
+}
+
+static void test_every_chain(void **state)
+{
+	(void)state;
+	every_schedule(RDMC_CHAIN);
+}
+
+static void test_every_sequential(void **state)
+{
+	(void)state;
+	every_schedule(RDMC_SEQUENTIAL);
 }
 
 static void test_idle_steps(void **state)
 {
+	static const unsigned ks[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 31, 64, 256 };
+
 	(void)state;
 	for (unsigned a = 0; a < sizeof(algs) / sizeof(algs[0]); a++)
-		for (unsigned n = 2; n <= 17; n++)
-			for (unsigned k = 1; k <= 40; k++)
-				check_idle_steps(algs[a], n, k);
+		for (unsigned n = 2; n <= N_MAX; n++)
+			for (unsigned j = 0; j < sizeof(ks) / sizeof(ks[0]); j++)
+				if (algs[a] != RDMC_SEQUENTIAL || n <= 16)
+					check_idle_steps(algs[a], n, ks[j]);
+	/* the busy-steps-only run of the binomial and chain schedules */
+	for (unsigned n = 2; n <= N_MAX; n++)
+		for (unsigned j = 0; j < sizeof(ks) / sizeof(ks[0]); j++) {
+			simulate(RDMC_BINOMIAL, n, ks[j], false);
+			simulate(RDMC_CHAIN, n, ks[j], false);
+		}
 }
 
 /* The binomial pipeline on 4 members, 3 blocks, by hand: rank 0 sends
@@ -348,7 +385,9 @@ int main(void)
 		cmocka_unit_test(test_binomial_by_hand),
 		cmocka_unit_test(test_arguments),
 		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_every_schedule),
+		cmocka_unit_test(test_every_binomial),
+		cmocka_unit_test(test_every_chain),
+		cmocka_unit_test(test_every_sequential),
 		cmocka_unit_test(test_idle_steps),
 		cmocka_unit_test(test_larger_groups),
 	};
