@@ -31,7 +31,8 @@
  * that S is always the twin that received the block the vertex is sending.
  * Inside the vertex, R passes on the block it received in the step before,
  * except right after a key step, when it passes the key block of the key
- * step before that one (which S did not get: S was receiving then). One
+ * step before that one (S never had it: S was the receiving twin the whole
+ * time that block was being sent on). One
  * more step T lets the twins swap the two blocks still in flight, so the
  * schedule takes k + d = k + ceil(log2 n) - 1 steps.
  */
@@ -96,19 +97,19 @@ static unsigned dim_back(const struct rdmc_schedule *s, unsigned i,
 
 /* The block vertex v receives in hypercube step `step` (< t), of dimension
  * i, negative for none. */
-static long vrecv(const struct rdmc_schedule *s, unsigned v, unsigned step,
+static int64_t vrecv(const struct rdmc_schedule *s, unsigned v, unsigned step,
 		  unsigned i)
 {
-	long b;
+	int64_t b;
 
 	assert(step < s->t && i == step % s->d);
 	if (v == 0)
 		return -1;
-	b = (long)step - (long)s->d;
+	b = (int64_t)step - s->d;
 	if (bit(v, i))
 		b += next_gap(s, v, i);
-	if (b > (long)s->k - 1)
-		b = (long)s->k - 1;
+	if (b > (int64_t)s->k - 1)
+		b = (int64_t)s->k - 1;
 	return b;
 }
 
@@ -151,7 +152,7 @@ static unsigned s_node(const struct rdmc_schedule *s, unsigned v, unsigned q,
 
 /* The block v received in its last key step at or before `step` (of
  * dimension i), negative for none. */
-static long key_block(const struct rdmc_schedule *s, unsigned v,
+static int64_t key_block(const struct rdmc_schedule *s, unsigned v,
 		      unsigned step, unsigned i)
 {
 	unsigned g;
@@ -167,7 +168,7 @@ static long key_block(const struct rdmc_schedule *s, unsigned v,
 /* The block R passes to S inside twin vertex v in `step` (1..t) of
  * dimension i, negative for none: the block received the step before, or
  * right after a key step the key block of the key step before that. */
-static long intra_block(const struct rdmc_schedule *s, unsigned v,
+static int64_t intra_block(const struct rdmc_schedule *s, unsigned v,
 			unsigned step, unsigned i)
 {
 	unsigned ip = dim_back(s, i, 1);
@@ -181,7 +182,7 @@ static long intra_block(const struct rdmc_schedule *s, unsigned v,
 	return key_block(s, v, step - 2, dim_back(s, ip, 1));
 }
 
-static void set(struct rdmc_transfer *x, unsigned peer, long block)
+static void set(struct rdmc_transfer *x, unsigned peer, int64_t block)
 {
 	if (block >= 0) {
 		x->peer = peer;
@@ -200,7 +201,7 @@ static void binomial_get(const struct rdmc_schedule *s, unsigned step,
 	bool swap = swapped(s, v, q, i);
 	unsigned rn = twin && swap ? v + s->p - 1 : v;
 	unsigned sn = twin && !swap ? v + s->p - 1 : v;
-	long b;
+	int64_t b;
 
 	if (step == s->t) {
 		/* Only twins act: R passes its last block, S the key block of
@@ -208,7 +209,7 @@ static void binomial_get(const struct rdmc_schedule *s, unsigned step,
 		if (!twin)
 			return;
 		b = intra_block(s, v, step, i);
-		long key = key_block(s, v, step - 1, dim_back(s, i, 1));
+		int64_t key = key_block(s, v, step - 1, dim_back(s, i, 1));
 		if (rank == rn) {
 			set(send, sn, b);
 			set(recv, sn, key);
