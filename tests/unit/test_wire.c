@@ -482,6 +482,27 @@ static void test_consecutive(void **state)
 	assert_int_equal(e.u.view, 5);
 }
 
+/* The first message of a connection rides in rdma_cm's private data, 56
+ * bytes for an RC connect: a hello naming the member and granting one
+ * target fits exactly. */
+static void test_hello_fits_private_data(void **state)
+{
+	struct wire_ext exts[] = {
+		ext_member(12),
+		ext_target(WIRE_TARGET_SST_ROW, 0x7f0000000000ull, 0x1234, 4096),
+	};
+	uint8_t buf[56];
+	struct wire_msg m;
+	struct wire_ext e;
+
+	(void)state;
+	assert_int_equal(wire_encode(buf, sizeof(buf), WIRE_MSG_HELLO, 0, exts,
+				     2, 0, NULL), 56);
+	assert_int_equal(wire_decode(buf, sizeof(buf), &m, NULL), 0);
+	assert_int_equal(wire_ext_find(&m, WIRE_EXT_TARGET, &e), 0);
+	assert_int_equal(e.u.target.rkey, 0x1234);
+}
+
 static void test_type_names(void **state)
 {
 	(void)state;
@@ -507,6 +528,7 @@ int main(void)
 		cmocka_unit_test(test_minor_mismatch),
 		cmocka_unit_test(test_encode_errors),
 		cmocka_unit_test(test_consecutive),
+		cmocka_unit_test(test_hello_fits_private_data),
 		cmocka_unit_test(test_type_names),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
