@@ -123,10 +123,9 @@ static unsigned check_step(enum rdmc_algorithm alg, unsigned n, unsigned k,
 		have[r][b] = step + 1;
 		nhave[r]++;
 	}
-	{
-		unsigned r = RDMC_NONE; /* for CHECK's message */
-		CHECK(sends == recvs, "send without the matching receive");
-	}
+	if (sends != recvs)
+		fail_at(alg, n, k, step, RDMC_NONE,
+			"send without the matching receive");
 	return recvs;
 }
 
@@ -139,7 +138,7 @@ static void simulate(enum rdmc_algorithm alg, unsigned n, unsigned k,
 {
 	static unsigned list[N_ALLOC];
 	struct rdmc_schedule *s;
-	unsigned steps, step = 0, r = 0, last_busy = 0, received = 0, nb;
+	unsigned steps, step = 0, r = 0, last_busy = 0, received = 0;
 
 	assert_int_equal(rdmc_schedule_create(alg, n, k, &s), 0);
 	steps = rdmc_schedule_steps(s);
@@ -169,7 +168,7 @@ static void simulate(enum rdmc_algorithm alg, unsigned n, unsigned k,
 	}
 
 	for (step = 0; step < steps; step++) {
-		nb = 0;
+		unsigned nb = 0;
 		if (every) {
 			for (r = 0; r < n; r++) {
 				rdmc_schedule_get(s, step, r, &snd[r], &rcv[r]);
