@@ -46,16 +46,26 @@ enum run_kind {
 	RUN_RESERVED = 3,
 };
 
-/* One per page. `first` is valid on every page of an allocated run; the
- * other fields are valid on a run's first page (and, for free runs, on its
- * last page too, so that a freed neighbour finds where the run starts). */
+/* One per page. `first`, `kind` and `cls` are valid on every page (kind is
+ * RUN_FREE on every page of a free run), so a pointer resolves with one
+ * load. `npages` is valid on a run's first page; free runs also keep it, with
+ * `first`, on their last page, so that a freed neighbour finds where the run
+ * starts; `next` and `prev` link free runs in their size bin. */
 struct page {
 	uint32_t first;   /* first page of the run */
-	uint32_t npages;  /* pages in the run */
-	uint32_t next;    /* free runs: links of the size bin */
-	uint32_t prev;
-	uint8_t kind;     /* enum run_kind; set on every page of allocated runs */
+	uint8_t kind;     /* enum run_kind */
 	uint8_t cls;      /* slab runs: the size class */
+	uint32_t npages;  /* pages in the run */
+	uint32_t next;
+	uint32_t prev;
+};
+
+/* The constants of a size class that the hot path reads, packed together. */
+struct class_info {
+	uint32_t size;      /* slot bytes */
+	uint32_t nslots;    /* slots per slab */
+	uint32_t mag_cap;   /* per-thread cache depth */
+	uint64_t magic;     /* floor(2^40 / size) + 1: offset / size by multiply */
 };
 
 /* A size class: constants, then the shared pool under its lock. */
@@ -115,6 +125,11 @@ struct tcache {
 struct alloc {
 	struct alloc_head h;        /* must stay first: alloc.h reads it */
 	uint64_t id;                /* unique per allocator in the process */
+	struct page *pages;         /* npages */
+	atomic_uchar *state;        /* npages * 64 state bytes */
+	atomic_int waiters;         /* threads in alloc_lease_wait() */
+	struct class_info ci[ALLOC_NCLASSES];
+
 	size_t map_len;             /* bytes mapped (region rounded up) */
 	bool huge;
 	char note[256];
@@ -123,8 +138,6 @@ struct alloc {
 	bool registered;
 
 	uint32_t npages;
-	struct page *pages;         /* npages */
-	atomic_uchar *state;        /* npages * 64 state bytes */
 	uint64_t *freebits;         /* npages words: slab free bitmaps */
 	struct slab *slabs;         /* npages / 16 + 1 */
 
@@ -145,7 +158,6 @@ struct alloc {
 
 	/* Waiting for space (alloc_lease_wait). While someone waits, releases
 	 * go straight to the shared pool and wake the waiters. */
-	atomic_int waiters;
 	pthread_mutex_t wait_lock;
 	pthread_cond_t wait_cond;
 	uint64_t wait_seq;          /* bumped, under wait_lock, on give-back */
@@ -182,22 +194,6 @@ uint32_t ext_alloc(struct alloc *a, uint32_t npages, uint32_t align_pages);
 void ext_free(struct alloc *a, uint32_t first);
 void ext_mark(struct alloc *a, uint32_t first, uint32_t npages, uint8_t kind,
 	      uint8_t cls);
-/* The allocated run page p belongs to, or ALLOC_NIL (free or no run). */
-static inline uint32_t ext_run_of(const struct alloc *a, uint32_t p)
-{
-	uint32_t q = a->pages[p].first;
-	const struct page *r;
-
-	/* `first` of a page inside a free run may be stale; the run it names
-	 * is trusted only if it is allocated and still covers p. */
-	if (q > p)
-		return ALLOC_NIL;
-	r = &a->pages[q];
-	if (r->kind == RUN_FREE || r->first != q || p - q >= r->npages)
-		return ALLOC_NIL;
-	return q;
-}
-
 /* slab.c: the shared pool of each class. */
 void slab_init_classes(struct alloc *a);
 unsigned slab_refill(struct alloc *a, unsigned cls, struct mag_ent *out,

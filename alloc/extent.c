@@ -104,11 +104,11 @@ void ext_mark(struct alloc *a, uint32_t first, uint32_t n, uint8_t kind,
 	for (p = first; p < first + n; p++) {
 		a->pages[p].first = first;
 		a->pages[p].kind = kind;
+		a->pages[p].cls = cls;
 		atomic_store_explicit(&a->state[p * 64], ALLOC_FREE,
 				      memory_order_relaxed);
 	}
 	a->pages[first].npages = n;
-	a->pages[first].cls = cls;
 }
 
 void ext_free(struct alloc *a, uint32_t first)
@@ -116,11 +116,13 @@ void ext_free(struct alloc *a, uint32_t first)
 	struct page *pg = a->pages;
 	uint32_t n = pg[first].npages;
 
+	uint32_t p;
+
 	assert(pg[first].kind != RUN_FREE && pg[first].first == first);
-	/* Pages of the dead run still name `first`; marking it free makes
-	 * ext_run_of() reject them even once `first` is deep inside a merged
-	 * free run. */
-	pg[first].kind = RUN_FREE;
+	/* Every page of a free run says so: a stale pointer into it resolves
+	 * to nothing. */
+	for (p = first; p < first + n; p++)
+		pg[p].kind = RUN_FREE;
 	/* Merge with the free run that ends just before, then with the one
 	 * that starts just after: their boundary tags say where they are. */
 	if (first > 0 && pg[first - 1].kind == RUN_FREE) {

@@ -3,11 +3,13 @@
  *
  * A lease of up to 64 KiB pops a slot from the calling thread's cache and
  * stores LEASED in its state byte; a release resolves the pointer in O(1)
- * (page table -> run -> slot number by a multiply), moves the state byte
- * with one compare-and-swap, and pushes the slot back on the cache. The
- * compare-and-swap is what keeps misuse harmless: of two releases of one
- * buffer, even racing ones, exactly one succeeds and the other gets an
- * error, so a slot can never sit in the free pool twice. Larger leases are
+ * (the page says which slab, a multiply gives the slot number), checks and
+ * moves the state byte, and pushes the slot back on the cache. The state
+ * byte is what keeps misuse harmless: a second release of a buffer, a
+ * release of a submitted one or of a pointer that is no lease start is
+ * refused before anything changes, so a slot never sits in the free pool
+ * twice. The transport's calls change the byte with a compare-and-swap,
+ * since they meet the application on the same buffer. Larger leases are
  * extents (extent.c) under one lock. A multi-lease takes its buffers one by
  * one and gives back what it took when one of them cannot be served.
  */
@@ -33,25 +35,17 @@ static inline int resolve(const struct alloc *a, const void *ptr,
 			  struct where *w)
 {
 	uintptr_t off = (uintptr_t)ptr - (uintptr_t)a->h.base;
-	const struct page *r;
+	const struct page *pg;
 	uint32_t p, q;
 
 	if (unlikely(off >= a->h.len))
 		return -EINVAL;
 	p = (uint32_t)(off >> ALLOC_PAGE_SHIFT);
-	q = ext_run_of(a, p);
-	if (unlikely(q == ALLOC_NIL)) {
-		/* A released extent left a tombstone on its first page. */
-		if (!(off & (ALLOC_PAGE_SIZE - 1)) &&
-		    atomic_load_explicit(&a->state[p * 64],
-					 memory_order_relaxed) == ALLOC_TOMB)
-			return -EALREADY;
-		return -EINVAL;
-	}
-	r = &a->pages[q];
+	pg = &a->pages[p];
+	q = pg->first;
 	w->off = off;
-	if (likely(r->kind == RUN_SLAB)) {
-		const struct size_class *c = &a->cls[r->cls];
+	if (likely(pg->kind == RUN_SLAB)) {
+		const struct class_info *c = &a->ci[pg->cls];
 		uint64_t rel = off - ((uint64_t)q << ALLOC_PAGE_SHIFT);
 		/* rel < 2^19 and magic <= 2^34 + 1: exact floor(rel / size)
 		 * without a divide (the error term stays below 1 / size). */
@@ -59,40 +53,70 @@ static inline int resolve(const struct alloc *a, const void *ptr,
 
 		if (unlikely(idx * c->size != rel || idx >= c->nslots))
 			return -EINVAL;
-		w->cls = r->cls;
+		w->cls = pg->cls;
 		w->first = q;
 		w->sidx = q * 64 + (uint32_t)idx;
 		w->size = c->size;
 		w->reserved = false;
 		return 0;
 	}
+	if (pg->kind == RUN_FREE) {
+		/* A released extent left a tombstone on its first page. */
+		if (!(off & (ALLOC_PAGE_SIZE - 1)) &&
+		    atomic_load_explicit(&a->state[p * 64],
+					 memory_order_relaxed) == ALLOC_TOMB)
+			return -EALREADY;
+		return -EINVAL;
+	}
 	if (p != q || (off & (ALLOC_PAGE_SIZE - 1)))
 		return -EINVAL;
 	w->cls = ALLOC_LARGE;
 	w->sidx = q * 64;
 	w->first = q;
-	w->size = (uint64_t)r->npages << ALLOC_PAGE_SHIFT;
-	w->reserved = r->kind == RUN_RESERVED;
+	w->size = (uint64_t)a->pages[q].npages << ALLOC_PAGE_SHIFT;
+	w->reserved = pg->kind == RUN_RESERVED;
 	return 0;
 }
 
 /* Move a state byte from one of the states in `from` (a bit mask) to `to`.
  * Returns 0, or the error that the state it found calls for. */
-static inline int change_state(atomic_uchar *st, unsigned from,
-			       unsigned char to, int busy_err, int other_err)
+static inline int state_error(unsigned char s, int busy_err, int other_err)
+{
+	if (s == ALLOC_FREE)
+		return -EALREADY;
+	if (s == ALLOC_SUBMITTED)
+		return busy_err;
+	return other_err;
+}
+
+/* The application's own calls (release): a plain load and store. Every
+ * sequence of calls is checked; two threads releasing one buffer at the
+ * same instant is a data race of the application, which this path does not
+ * arbitrate (a locked instruction here would cost a third of a lease plus
+ * release; see alloc.h). */
+static inline int app_change(atomic_uchar *st, unsigned from, unsigned char to,
+			     int busy_err, int other_err)
+{
+	unsigned char s = atomic_load_explicit(st, memory_order_relaxed);
+
+	if (unlikely(!(from & (1u << s))))
+		return state_error(s, busy_err, other_err);
+	/* release: the holder's writes to the buffer happen before the next
+	 * holder (which finds the slot through a lock) sees it. */
+	atomic_store_explicit(st, to, memory_order_release);
+	return 0;
+}
+
+/* The transport's calls (submit, complete, deliver) meet the application
+ * and the progress thread on one buffer: a compare-and-swap decides. */
+static int xport_change(atomic_uchar *st, unsigned from, unsigned char to,
+			int busy_err, int other_err)
 {
 	unsigned char s = atomic_load_explicit(st, memory_order_relaxed);
 
 	for (;;) {
-		if (unlikely(!(from & (1u << s)))) {
-			if (s == ALLOC_FREE)
-				return -EALREADY;
-			if (s == ALLOC_SUBMITTED)
-				return busy_err;
-			return other_err;
-		}
-		/* acq_rel: a releasing thread's writes to the buffer happen
-		 * before whatever the next holder of the slot does. */
+		if (!(from & (1u << s)))
+			return state_error(s, busy_err, other_err);
 		if (atomic_compare_exchange_weak_explicit(st, &s, to,
 				memory_order_acq_rel, memory_order_relaxed))
 			return 0;
@@ -172,7 +196,7 @@ static inline void slot_put(struct alloc *a, struct tcache *tc,
 			    const struct where *w)
 {
 	struct mag_ent e = { (uint32_t)(w->off >> 4), w->sidx };
-	const struct size_class *c = &a->cls[w->cls];
+	const struct class_info *c = &a->ci[w->cls];
 	struct magazine *m;
 
 	if (unlikely(!tc)) {
@@ -262,10 +286,10 @@ static void unwind(struct alloc *a, struct tcache *tc, size_t n,
 	struct where w;
 
 	while (n--) {
-		int rc = resolve(a, out[n].ptr, &w);
-
-		assert(rc == 0);
-		(void)rc;
+		if (resolve(a, out[n].ptr, &w)) {
+			assert(!"a lease just made resolves");
+			continue;
+		}
 		atomic_store_explicit(&a->state[w.sidx], ALLOC_FREE,
 				      memory_order_relaxed);
 		if (w.cls == ALLOC_LARGE) {
@@ -320,6 +344,19 @@ static int lease_n(struct alloc *a, size_t n, const size_t *sizes,
 int alloc_lease(struct alloc *a, size_t n, const size_t *sizes,
 		struct buf_desc *out)
 {
+	/* The common case, one slot, without the loops of lease_n(). */
+	if (likely(n == 1 && sizes && out && a &&
+		   sizes[0] - 1 < ALLOC_MAX_CLASS_SIZE)) {
+		struct tcache *tc = tcache_get(a);
+
+		if (likely(tc)) {
+			int rc = lease_one(a, tc, sizes[0], out);
+
+			if (unlikely(rc))
+				count_failure(a, sizes[0]);
+			return rc;
+		}
+	}
 	return lease_n(a, n, sizes, out, true);
 }
 
@@ -375,9 +412,9 @@ int alloc_release(struct alloc *a, const struct buf_desc *d)
 		return -EPERM;
 	if (unlikely(d->len > w.size))
 		return -EINVAL;
-	rc = change_state(&a->state[w.sidx],
-			  1u << ALLOC_LEASED | 1u << ALLOC_DELIVERED,
-			  ALLOC_FREE, -EBUSY, -EINVAL);
+	rc = app_change(&a->state[w.sidx],
+		      1u << ALLOC_LEASED | 1u << ALLOC_DELIVERED,
+		      ALLOC_FREE, -EBUSY, -EINVAL);
 	if (unlikely(rc))
 		return rc;
 	give_back(a, &w);
@@ -419,7 +456,7 @@ int alloc_submit(struct alloc *a, const struct buf_desc *d)
 
 	if (rc)
 		return rc;
-	return change_state(&a->state[w.sidx],
+	return xport_change(&a->state[w.sidx],
 			    1u << ALLOC_LEASED | 1u << ALLOC_DELIVERED,
 			    ALLOC_SUBMITTED, -EBUSY, -EINVAL);
 }
@@ -431,7 +468,7 @@ int alloc_complete(struct alloc *a, const struct buf_desc *d)
 
 	if (rc)
 		return rc;
-	rc = change_state(&a->state[w.sidx], 1u << ALLOC_SUBMITTED,
+	rc = xport_change(&a->state[w.sidx], 1u << ALLOC_SUBMITTED,
 			  ALLOC_FREE, -EINVAL, -EINVAL);
 	if (rc)
 		return rc;
@@ -446,7 +483,7 @@ int alloc_deliver(struct alloc *a, const struct buf_desc *d)
 
 	if (rc)
 		return rc;
-	rc = change_state(&a->state[w.sidx], 1u << ALLOC_LEASED,
+	rc = xport_change(&a->state[w.sidx], 1u << ALLOC_LEASED,
 			  ALLOC_DELIVERED, -EBUSY, -EALREADY);
 	return rc;
 }

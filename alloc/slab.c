@@ -35,6 +35,8 @@ void slab_init_classes(struct alloc *a)
 		cap = MAG_BYTES / c->size;
 		c->mag_cap = cap < 4 ? 4 : cap > ALLOC_MAG_MAX ? ALLOC_MAG_MAX : cap;
 		c->magic = ((uint64_t)1 << 40) / c->size + 1;
+		a->ci[i] = (struct class_info){ c->size, c->nslots, c->mag_cap,
+						c->magic };
 		c->partial = ALLOC_NIL;
 		pthread_mutex_init(&c->lock, NULL);
 		/* A slab's state indices must fit in its pages' share. */

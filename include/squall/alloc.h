@@ -28,8 +28,17 @@
  * The checks are O(1): a state byte per slot in a side table.
  *
  * Thread safety: every call except alloc_create/alloc_destroy may be made by
- * any number of threads at once. A group owns one allocator and hands it out
- * with group_get_allocator(); alloc_create() builds a standalone one.
+ * any number of threads at once. Every sequence of calls on a buffer is
+ * checked, whichever threads make them; what is not arbitrated is two
+ * application threads releasing the same buffer at the same instant (a
+ * data race in the application, as two simultaneous free() calls are): the
+ * release path checks the state byte with a plain load and store, because
+ * a locked instruction there would cost about a third of a lease plus
+ * release. The transport's calls (submit, complete, deliver) use a
+ * compare-and-swap and are safe against anything the application does.
+ *
+ * A group owns one allocator and hands it out with group_get_allocator();
+ * alloc_create() builds a standalone one.
  */
 #ifndef SQUALL_ALLOC_H
 #define SQUALL_ALLOC_H
