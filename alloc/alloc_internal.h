@@ -93,15 +93,30 @@ struct slab {
 	uint8_t on_list;
 };
 
-/* A slot in a per-thread cache: where it is and its state index. */
-struct mag_ent {
-	uint32_t off16;     /* offset in the region / 16 */
-	uint32_t sidx;      /* index into alloc->state */
-};
+/* A slot in a per-thread cache: its offset in the region / 16 (low half)
+ * and its state index (high half), in one word, so that pushing a slot and
+ * popping it right away is one store and one load of the same size (two
+ * half-word stores read back as one word stall store forwarding). */
+typedef uint64_t mag_ent;
+
+static inline mag_ent ent_make(uint64_t off, uint32_t sidx)
+{
+	return (uint64_t)sidx << 32 | (uint32_t)(off >> 4);
+}
+
+static inline uint64_t ent_off(mag_ent e)
+{
+	return (uint64_t)(uint32_t)e << 4;
+}
+
+static inline uint32_t ent_sidx(mag_ent e)
+{
+	return (uint32_t)(e >> 32);
+}
 
 struct magazine {
 	uint32_t n;
-	struct mag_ent ent[ALLOC_MAG_MAX];
+	mag_ent ent[ALLOC_MAG_MAX];
 };
 
 /* Counters a thread keeps for itself: written by the owner only (a relaxed
@@ -196,9 +211,9 @@ void ext_mark(struct alloc *a, uint32_t first, uint32_t npages, uint8_t kind,
 	      uint8_t cls);
 /* slab.c: the shared pool of each class. */
 void slab_init_classes(struct alloc *a);
-unsigned slab_refill(struct alloc *a, unsigned cls, struct mag_ent *out,
+unsigned slab_refill(struct alloc *a, unsigned cls, mag_ent *out,
 		     unsigned want);
-void slab_flush(struct alloc *a, unsigned cls, const struct mag_ent *ents,
+void slab_flush(struct alloc *a, unsigned cls, const mag_ent *ents,
 		unsigned n);
 void slab_reclaim_empty(struct alloc *a);
 

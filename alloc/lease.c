@@ -195,11 +195,12 @@ static uint32_t run_get(struct alloc *a, struct tcache *tc, uint64_t len,
 static inline void slot_put(struct alloc *a, struct tcache *tc,
 			    const struct where *w)
 {
-	struct mag_ent e = { (uint32_t)(w->off >> 4), w->sidx };
 	const struct class_info *c = &a->ci[w->cls];
 	struct magazine *m;
 
 	if (unlikely(!tc)) {
+		mag_ent e = ent_make(w->off, w->sidx);
+
 		slab_flush(a, w->cls, &e, 1);
 		return;
 	}
@@ -210,7 +211,7 @@ static inline void slot_put(struct alloc *a, struct tcache *tc,
 		slab_flush(a, w->cls, m->ent + keep, m->n - keep);
 		m->n = keep;
 	}
-	m->ent[m->n++] = e;
+	m->ent[m->n++] = ent_make(w->off, w->sidx);
 	/* Someone waits for space: cached slots must not hide it. */
 	if (unlikely(atomic_load_explicit(&a->waiters, memory_order_relaxed)))
 		tcache_flush_all(a, tc);
@@ -250,7 +251,7 @@ static inline int lease_one(struct alloc *a, struct tcache *tc, size_t len,
 			    struct buf_desc *out)
 {
 	struct magazine *m;
-	struct mag_ent e;
+	mag_ent e;
 	unsigned cls;
 
 	if (unlikely(len > ALLOC_MAX_CLASS_SIZE)) {
@@ -269,12 +270,12 @@ static inline int lease_one(struct alloc *a, struct tcache *tc, size_t len,
 	e = m->ent[--m->n];
 	/* The slot is this thread's alone until it hands the pointer out:
 	 * a plain store is enough. */
-	assert(atomic_load_explicit(&a->state[e.sidx], memory_order_relaxed) ==
+	assert(atomic_load_explicit(&a->state[ent_sidx(e)], memory_order_relaxed) ==
 	       ALLOC_FREE);
-	atomic_store_explicit(&a->state[e.sidx], ALLOC_LEASED,
+	atomic_store_explicit(&a->state[ent_sidx(e)], ALLOC_LEASED,
 			      memory_order_relaxed);
 	count_add(&tc->cnt[cls].leases, 1);
-	out->ptr = a->h.base + ((uint64_t)e.off16 << 4);
+	out->ptr = a->h.base + ent_off(e);
 	out->len = len;
 	return 0;
 }

@@ -111,7 +111,7 @@ static void slab_return(struct alloc *a, struct size_class *c, uint32_t id)
 
 /* Take up to `want` free slots of slab id into out. */
 static unsigned slab_take(struct alloc *a, struct size_class *c, uint32_t id,
-			  struct mag_ent *out, unsigned want)
+			  mag_ent *out, unsigned want)
 {
 	struct slab *s = &a->slabs[id];
 	uint32_t nw = (c->nslots + 63) / 64, w;
@@ -128,9 +128,8 @@ static unsigned slab_take(struct alloc *a, struct size_class *c, uint32_t id,
 				       (uint64_t)idx * c->size;
 
 			*word &= *word - 1;
-			out[got].off16 = (uint32_t)(off >> 4);
-			out[got].sidx = s->first * 64 + idx;
-			assert(atomic_load_explicit(&a->state[out[got].sidx],
+			out[got] = ent_make(off, s->first * 64 + idx);
+			assert(atomic_load_explicit(&a->state[ent_sidx(out[got])],
 				memory_order_relaxed) == ALLOC_FREE);
 			got++;
 		}
@@ -141,7 +140,7 @@ static unsigned slab_take(struct alloc *a, struct size_class *c, uint32_t id,
 	return got;
 }
 
-unsigned slab_refill(struct alloc *a, unsigned cls, struct mag_ent *out,
+unsigned slab_refill(struct alloc *a, unsigned cls, mag_ent *out,
 		     unsigned want)
 {
 	struct size_class *c = &a->cls[cls];
@@ -164,7 +163,7 @@ unsigned slab_refill(struct alloc *a, unsigned cls, struct mag_ent *out,
 	return got;
 }
 
-void slab_flush(struct alloc *a, unsigned cls, const struct mag_ent *ents,
+void slab_flush(struct alloc *a, unsigned cls, const mag_ent *ents,
 		unsigned n)
 {
 	struct size_class *c = &a->cls[cls];
@@ -174,10 +173,10 @@ void slab_flush(struct alloc *a, unsigned cls, const struct mag_ent *ents,
 		return;
 	pthread_mutex_lock(&c->lock);
 	for (i = 0; i < n; i++) {
-		uint64_t off = (uint64_t)ents[i].off16 << 4;
+		uint64_t off = ent_off(ents[i]);
 		uint32_t first = a->pages[off >> ALLOC_PAGE_SHIFT].first;
 		uint32_t id = first / ALLOC_SLAB_MIN_PAGES;
-		uint32_t idx = ents[i].sidx - first * 64;
+		uint32_t idx = ent_sidx(ents[i]) - first * 64;
 		struct slab *s = &a->slabs[id];
 		uint64_t bit = (uint64_t)1 << (idx % 64);
 

@@ -267,7 +267,7 @@ int main(int argc, char **argv)
 	}
 #ifndef BENCH_JEMALLOC
 	if (impl == IMPL_SQUALL) {
-		struct alloc_params p = { .region_size = 512ull << 20 };
+		struct alloc_params p = { .region_size = 128ull << 20 };
 		struct squall_error err;
 
 		if (alloc_create(&p, &sq, &err)) {
