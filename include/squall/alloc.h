@@ -176,7 +176,14 @@ int alloc_lease(struct alloc *a, size_t n, const size_t *sizes,
 
 /* Like alloc_lease(), but when the region has no room it waits up to
  * timeout_ms for other threads to give space back before failing with
- * -ENOMEM (-ETIMEDOUT is never returned: the caller only needs one code). */
+ * -ENOMEM (-ETIMEDOUT is never returned: the caller only needs one code).
+ * While a thread waits, every release goes straight to the shared pool
+ * (with the releasing thread's whole cache) and wakes it.
+ *
+ * About caches: before failing, a lease gives back its own thread's cached
+ * slots and every empty slab. Free slots cached by other threads (at most
+ * 256 KiB per class per thread, 4 slots for the largest classes) come back
+ * when those threads release with a waiter present, or exit. */
 int alloc_lease_wait(struct alloc *a, size_t n, const size_t *sizes,
 		     struct buf_desc *out, unsigned timeout_ms);
 

@@ -515,6 +515,43 @@ static void huge_pages(void **state)
 	alloc_destroy(a);
 }
 
+/* Reservations are carved once, aligned, never overlap leases, and fail
+ * cleanly when the region has no room. */
+static void reservations(void **state)
+{
+	struct alloc *a = mk(4 * MiB);
+	struct buf_desc sst, ring, big, d[64];
+	size_t rest = 4 * MiB - 64 * KiB - 2 * MiB + 4096;
+	char *s, *r;
+	int i;
+
+	(void)state;
+	assert_int_equal(alloc_reserve(a, 64 * KiB, 4096, &sst), 0);
+	assert_int_equal(alloc_reserve(a, 2 * MiB, 2 * MiB, &ring), 0);
+	assert_int_equal((uintptr_t)ring.ptr % (2 * MiB), 0);
+	assert_int_equal(alloc_reserve(a, 4 * MiB, 4096, &big), -ENOMEM);
+	s = sst.ptr;
+	r = ring.ptr;
+	memset(s, 0x11, sst.len);
+	memset(r, 0x22, ring.len);
+	for (i = 0; i < 64; i++) {
+		d[i] = lease1(a, 1000);
+		assert_true((char *)d[i].ptr + 1000 <= s || (char *)d[i].ptr >= s + sst.len);
+		assert_true((char *)d[i].ptr + 1000 <= r || (char *)d[i].ptr >= r + ring.len);
+		memset(d[i].ptr, 0x33, 1000);
+	}
+	assert_int_equal(s[0] + s[sst.len - 1], 0x22);
+	assert_int_equal(r[0] + r[ring.len - 1], 0x44);
+	assert_int_equal(alloc_release_n(a, 64, d), 0);
+	/* What is left around the reservations (1984 KiB, in at most two
+	 * pieces) is still usable, but no more than that. */
+	assert_int_equal(alloc_lease(a, 1, &rest, d), -ENOMEM);
+	rest = 900 * KiB;
+	assert_int_equal(alloc_lease(a, 1, &rest, d), 0);
+	assert_int_equal(alloc_release(a, d), 0);
+	alloc_destroy(a);
+}
+
 struct point {
 	double x, y;
 	int tag;
@@ -821,6 +858,7 @@ int main(void)
 		cmocka_unit_test(coalescing),
 		cmocka_unit_test(owns_edges_and_registration),
 		cmocka_unit_test(huge_pages),
+		cmocka_unit_test(reservations),
 		cmocka_unit_test(typed_objects),
 		cmocka_unit_test(submit_complete_other_thread),
 		cmocka_unit_test(stats_print),
