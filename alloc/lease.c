@@ -206,10 +206,13 @@ static inline void slot_put(struct alloc *a, struct tcache *tc,
 	}
 	m = &tc->mag[w->cls];
 	if (unlikely(m->n >= c->mag_cap)) {
-		unsigned keep = c->mag_cap / 2;
+		/* Give back the oldest half; the newest slots are the ones
+		 * still in this core's cache. */
+		unsigned give = m->n - c->mag_cap / 2;
 
-		slab_flush(a, w->cls, m->ent + keep, m->n - keep);
-		m->n = keep;
+		slab_flush(a, w->cls, m->ent, give);
+		memmove(m->ent, m->ent + give, (m->n - give) * sizeof(m->ent[0]));
+		m->n -= give;
 	}
 	m->ent[m->n++] = ent_make(w->off, w->sidx);
 	/* Someone waits for space: cached slots must not hide it. */

@@ -49,12 +49,16 @@ int alloc_stats(struct alloc *a, unsigned i, struct alloc_class_stats *st)
 void alloc_stats_print(struct alloc *a, FILE *f)
 {
 	struct alloc_class_stats st, tot = { 0 };
+	unsigned long long reserved;
 	unsigned i;
 
+	pthread_mutex_lock(&a->ext_lock);
+	reserved = a->reserved_bytes;
+	pthread_mutex_unlock(&a->ext_lock);
 	fprintf(f, "region: %zu bytes at %p, %u pages, %s pages, lkey 0x%x rkey 0x%x, %llu bytes reserved\n",
 		a->h.len, (void *)a->h.base, a->npages,
 		a->huge ? "2 MiB huge" : "4 KiB", a->h.lkey, a->h.rkey,
-		(unsigned long long)a->reserved_bytes);
+		reserved);
 	if (a->note[0])
 		fprintf(f, "note: %s\n", a->note);
 	fprintf(f, "%8s %12s %12s %14s %14s %10s %6s\n", "class", "leases",
