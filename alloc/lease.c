@@ -159,12 +159,13 @@ static void scavenge(struct alloc *a, struct tcache *tc)
 static uint32_t run_get(struct alloc *a, struct tcache *tc, uint64_t len,
 			uint32_t align_pages, uint8_t kind, unsigned char state)
 {
-	uint64_t np = (len + ALLOC_PAGE_SIZE - 1) >> ALLOC_PAGE_SHIFT;
+	uint64_t np;
 	uint32_t first = ALLOC_NIL;
 	int tries;
 
-	if (np > a->npages)
+	if (len > a->h.len)  /* also keeps the rounding below from wrapping */
 		return ALLOC_NIL;
+	np = (len + ALLOC_PAGE_SIZE - 1) >> ALLOC_PAGE_SHIFT;
 	for (tries = 0; tries < 2 && first == ALLOC_NIL; tries++) {
 		if (tries)
 			scavenge(a, tc);

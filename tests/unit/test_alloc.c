@@ -215,6 +215,12 @@ static void all_or_nothing(void **state)
 	/* Nothing was kept: the whole region is one extent again. */
 	assert_int_equal(alloc_lease(a, 1, &whole, d), 0);
 	assert_int_equal(alloc_release(a, d), 0);
+	/* Sizes no region can hold, up to the largest size_t. */
+	big[0] = SIZE_MAX;
+	assert_int_equal(alloc_lease(a, 1, big, d), -ENOMEM);
+	big[0] = SIZE_MAX - 4095;
+	assert_int_equal(alloc_lease(a, 1, big, d), -ENOMEM);
+	assert_int_equal(alloc_reserve(a, SIZE_MAX, 4096, d), -ENOMEM);
 	/* Bad arguments. */
 	assert_int_equal(alloc_lease(a, 0, big, d), -EINVAL);
 	assert_int_equal(alloc_lease(a, 1, NULL, d), -EINVAL);
