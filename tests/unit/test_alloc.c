@@ -677,6 +677,49 @@ static void two_allocators(void **state)
 	alloc_destroy(a);
 }
 
+struct outlive {
+	struct alloc *a, *b;
+	pthread_barrier_t step;
+	int rc;
+};
+
+static void *outlive_thread(void *arg)
+{
+	struct outlive *o = arg;
+	struct buf_desc d;
+	size_t sz = 100;
+
+	o->rc = alloc_lease(o->a, 1, &sz, &d) || alloc_release(o->a, &d);
+	pthread_barrier_wait(&o->step);   /* main destroys a */
+	pthread_barrier_wait(&o->step);
+	o->rc |= alloc_lease(o->b, 1, &sz, &d) || alloc_release(o->b, &d);
+	return NULL;
+}
+
+/* A thread keeps a cache for an allocator that is destroyed under it, then
+ * uses another one and exits: nothing leaks (ASan checks), nothing breaks. */
+static void allocator_dies_before_thread(void **state)
+{
+	struct outlive o = { .a = mk(MiB), .b = mk(MiB) };
+	size_t whole = MiB;
+	struct buf_desc d;
+	pthread_t t;
+
+	(void)state;
+	pthread_barrier_init(&o.step, NULL, 2);
+	pthread_create(&t, NULL, outlive_thread, &o);
+	pthread_barrier_wait(&o.step);
+	alloc_destroy(o.a);
+	pthread_barrier_wait(&o.step);
+	pthread_join(t, NULL);
+	assert_int_equal(o.rc, 0);
+	/* The thread's cache for b went back when it exited. */
+	assert_int_equal(alloc_lease(o.b, 1, &whole, &d), 0);
+	assert_int_equal(alloc_release(o.b, &d), 0);
+	alloc_destroy(o.b);
+	pthread_barrier_destroy(&o.step);
+}
+
 /* Stress: 4 threads x 1,000,000 cycles of lease / fill / verify / release,
  * with buffers of random sizes (some multi-leases, some extents) and some
  * handed between threads through a mailbox. Each buffer is filled with a
@@ -815,14 +858,14 @@ static void *stress_thread(void *arg)
 static void stress_threads(void **state)
 {
 	pthread_t t[STRESS_THREADS];
-	size_t whole = 256 * MiB;
+	size_t whole = 128 * MiB;
 	struct buf_desc d;
 	void *ret;
 	int i, errors = 0;
 	uint64_t seed = 42;
 
 	(void)state;
-	stress.a = mk(256 * MiB);
+	stress.a = mk(128 * MiB);
 	pthread_mutex_init(&stress.lock, NULL);
 	for (i = 0; i < MAILBOX; i++) {
 		size_t sz = stress_size(&seed);
@@ -869,6 +912,7 @@ int main(void)
 		cmocka_unit_test(submit_complete_other_thread),
 		cmocka_unit_test(stats_print),
 		cmocka_unit_test(two_allocators),
+		cmocka_unit_test(allocator_dies_before_thread),
 		cmocka_unit_test(stress_threads),
 	};
 
