@@ -16,10 +16,13 @@
  *
  * A buffer is described by a struct buf_desc. Each lease has a state:
  *
- *   free --alloc_lease--> leased --alloc_submit--> submitted --alloc_complete--> free
- *                           |  ^                                  (transport)
- *                           |  +-- alloc_release (application) -- delivered
- *                           +--alloc_deliver (transport, receive side)
+ *   free      --alloc_lease-->    leased     (application)
+ *   leased    --alloc_release-->  free       (application)
+ *   leased    --alloc_submit-->   submitted  (transport: the app sent it)
+ *   submitted --alloc_complete--> free       (transport: done with it)
+ *   leased    --alloc_deliver-->  delivered  (transport: a received message)
+ *   delivered --alloc_release-->  free       (application)
+ *   delivered --alloc_submit-->   submitted  (the app forwards the message)
  *
  * Misuse never corrupts the allocator: releasing a buffer twice returns
  * -EALREADY, releasing (or submitting again) a submitted buffer returns
@@ -29,13 +32,14 @@
  *
  * Thread safety: every call except alloc_create/alloc_destroy may be made by
  * any number of threads at once. Every sequence of calls on a buffer is
- * checked, whichever threads make them; what is not arbitrated is two
- * application threads releasing the same buffer at the same instant (a
- * data race in the application, as two simultaneous free() calls are): the
- * release path checks the state byte with a plain load and store, because
- * a locked instruction there would cost about a third of a lease plus
- * release. The transport's calls (submit, complete, deliver) use a
- * compare-and-swap and are safe against anything the application does.
+ * checked, whichever threads make them. Not arbitrated: a release racing,
+ * at the same instant, with another call on the same buffer from another
+ * application thread (two releases, or a release and a submit). That is a
+ * data race in the application, as two simultaneous free() calls are; the
+ * release path checks the state byte with a plain load and store because a
+ * locked instruction there costs about a third of a lease plus release.
+ * The transport's calls (submit, complete, deliver) change the state with a
+ * compare-and-swap, so they never both succeed on one buffer.
  *
  * A group owns one allocator and hands it out with group_get_allocator();
  * alloc_create() builds a standalone one.
