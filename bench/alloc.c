@@ -18,6 +18,8 @@
  * usage: alloc IMPL THREADS LO HI [ITERS [ROUNDS]]
  *   IMPL: squall | malloc (in `alloc`), jemalloc (in `alloc_jemalloc`)
  * prints: impl=I threads=T lo=L hi=H ns=N mops=M
+ * With ALLOC_BENCH_STATS set, the squall run also prints the allocator's
+ * statistics (alloc_stats_print) to stderr at the end.
  */
 #include <pthread.h>
 #include <stdint.h>
