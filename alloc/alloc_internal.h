@@ -28,6 +28,8 @@
 					slab's id is its first page / 16 */
 #define ALLOC_MAG_MAX 64             /* per-thread cache depth, small classes */
 #define ALLOC_NIL UINT32_MAX
+#define ALLOC_PRESSURE_MS 100        /* bypass caches this long after a
+					failed lease */
 #define ALLOC_MAX_REGION (64ull << 30) /* slot offsets are kept in 16-byte
 					  units in 32 bits */
 
@@ -143,6 +145,9 @@ struct alloc {
 	struct page *pages;         /* npages */
 	atomic_uchar *state;        /* npages * 64 state bytes */
 	atomic_int waiters;         /* threads in alloc_lease_wait() */
+	/* CLOCK_MONOTONIC ms until which releases bypass thread caches,
+	 * because a lease failed for want of space; 0: no pressure. */
+	atomic_uint_fast64_t pressure_until;
 	struct class_info ci[ALLOC_NCLASSES];
 
 	size_t map_len;             /* bytes mapped (region rounded up) */

@@ -191,6 +191,39 @@ static uint32_t run_get(struct alloc *a, struct tcache *tc, uint64_t len,
 
 /* Slots. */
 
+static uint64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* A lease failed for want of space: for a while, releases from every
+ * thread go straight back to the shared pool, with the releasing thread's
+ * whole cache, so free slots do not hide in caches while someone needs
+ * them. Only slots cached by threads that stay idle remain out of reach. */
+static void pressure_on(struct alloc *a)
+{
+	atomic_store_explicit(&a->pressure_until, mono_ms() + ALLOC_PRESSURE_MS,
+			      memory_order_relaxed);
+}
+
+/* Called from a release while someone waits or the region was short of
+ * space recently: give this thread's cache back, or end the pressure. */
+static void __attribute__((noinline)) bypass(struct alloc *a, struct tcache *tc)
+{
+	uint64_t until = atomic_load_explicit(&a->pressure_until,
+					      memory_order_relaxed);
+
+	if (!atomic_load_explicit(&a->waiters, memory_order_relaxed) &&
+	    until && mono_ms() > until) {
+		atomic_compare_exchange_strong(&a->pressure_until, &until, 0);
+		return;
+	}
+	tcache_flush_all(a, tc);
+}
+
 /* Push a freed slot on this thread's cache (or straight to the pool when
  * the thread has none, or someone waits for space). */
 static inline void slot_put(struct alloc *a, struct tcache *tc,
@@ -216,9 +249,11 @@ static inline void slot_put(struct alloc *a, struct tcache *tc,
 		m->n -= give;
 	}
 	m->ent[m->n++] = ent_make(w->off, w->sidx);
-	/* Someone waits for space: cached slots must not hide it. */
-	if (unlikely(atomic_load_explicit(&a->waiters, memory_order_relaxed)))
-		tcache_flush_all(a, tc);
+	/* Someone needs space: cached slots must not hide it. */
+	if (unlikely(atomic_load_explicit(&a->waiters, memory_order_relaxed) |
+		     (atomic_load_explicit(&a->pressure_until,
+					   memory_order_relaxed) != 0)))
+		bypass(a, tc);
 }
 
 /* Give back a buffer whose state byte is already FREE. */
@@ -313,6 +348,7 @@ static void unwind(struct alloc *a, struct tcache *tc, size_t n,
 
 static void count_failure(struct alloc *a, size_t len)
 {
+	pressure_on(a);
 	if (len > ALLOC_MAX_CLASS_SIZE)
 		atomic_fetch_add(&a->large_failures, 1);
 	else
@@ -392,6 +428,7 @@ int alloc_lease_wait(struct alloc *a, size_t n, const size_t *sizes,
 		rc = lease_n(a, n, sizes, out, false);
 		if (rc != -ENOMEM)
 			break;
+		pressure_on(a);
 		pthread_mutex_lock(&a->wait_lock);
 		while (a->wait_seq == seq && rc != ETIMEDOUT)
 			rc = pthread_cond_timedwait(&a->wait_cond, &a->wait_lock,

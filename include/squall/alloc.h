@@ -185,9 +185,12 @@ int alloc_lease(struct alloc *a, size_t n, const size_t *sizes,
  * (with the releasing thread's whole cache) and wakes it.
  *
  * About caches: before failing, a lease gives back its own thread's cached
- * slots and every empty slab. Free slots cached by other threads (at most
- * 256 KiB per class per thread, 4 slots for the largest classes) come back
- * when those threads release with a waiter present, or exit. */
+ * slots and every empty slab. After a failure, and while anyone waits,
+ * every release (for 100 ms after the last failure, or as long as the wait
+ * lasts) goes straight to the shared pool together with the releasing
+ * thread's whole cache. Free slots cached earlier by a thread that stays
+ * idle (at most 256 KiB per class, 4 slots for the largest classes) come
+ * back when it next releases or exits. */
 int alloc_lease_wait(struct alloc *a, size_t n, const size_t *sizes,
 		     struct buf_desc *out, unsigned timeout_ms);
 

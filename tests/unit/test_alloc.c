@@ -390,11 +390,51 @@ static void lease_wait(void **state)
 
 	w.timeout_ms = 10000;
 	pthread_create(&t, NULL, wait_thread, &w);
-	usleep(50000);
+	while (!atomic_load(&a->waiters))
+		usleep(1000);
+	usleep(20000);
 	assert_int_equal(alloc_release(a, &d[--n]), 0);
 	pthread_join(t, NULL);
 	assert_int_equal(w.rc, 0);
 	assert_true(w.waited_ms < 5000);
+	for (i = 0; i < n; i++)
+		assert_int_equal(alloc_release(a, &d[i]), 0);
+	alloc_destroy(a);
+}
+
+static void *lease_4k_thread(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->rc = alloc_lease(w->a, 1, &w->size, &w->d);
+	return NULL;
+}
+
+/* After a lease fails, a release in one thread is seen at once by a lease
+ * in another (it does not stay in the releasing thread's cache); once the
+ * pressure is over, releases are cached again. */
+static void pressure_bypasses_caches(void **state)
+{
+	struct alloc *a = mk(MiB);
+	struct buf_desc d[300];
+	struct waiter w = { .a = a, .size = 4096 };
+	size_t sz = 4096;
+	pthread_t t;
+	int n = 0, i;
+
+	(void)state;
+	while (n < 300 && alloc_lease(a, 1, &sz, &d[n]) == 0)
+		n++;
+	assert_true(n < 300);
+	assert_int_not_equal(atomic_load(&a->pressure_until), 0);
+	assert_int_equal(alloc_release(a, &d[--n]), 0);
+	pthread_create(&t, NULL, lease_4k_thread, &w);
+	pthread_join(t, NULL);
+	assert_int_equal(w.rc, 0);
+	assert_int_equal(alloc_release(a, &w.d), 0);
+	usleep((ALLOC_PRESSURE_MS + 50) * 1000);
+	assert_int_equal(alloc_release(a, &d[--n]), 0);
+	assert_int_equal(atomic_load(&a->pressure_until), 0);
 	for (i = 0; i < n; i++)
 		assert_int_equal(alloc_release(a, &d[i]), 0);
 	alloc_destroy(a);
@@ -904,6 +944,7 @@ int main(void)
 		cmocka_unit_test(misuse),
 		cmocka_unit_test(exhaustion_and_recovery),
 		cmocka_unit_test(lease_wait),
+		cmocka_unit_test(pressure_bypasses_caches),
 		cmocka_unit_test(coalescing),
 		cmocka_unit_test(owns_edges_and_registration),
 		cmocka_unit_test(huge_pages),
