@@ -230,7 +230,9 @@ static void on_recv(struct ping *pg, const struct rdma_sq_wc *wc)
 static void check_peers(struct ping *pg)
 {
 	for (uint32_t i = 0; i < pg->cfg.nmembers; i++) {
-		if ((int)i == pg->me || rdma_sq_peer_alive(pg->node, peer_id(pg, (int)i)))
+		/* A peer that sent FIN has seen ours and may leave. */
+		if ((int)i == pg->me || pg->fin[i] ||
+		    rdma_sq_peer_alive(pg->node, peer_id(pg, (int)i)))
 			continue;
 		fprintf(stderr, "rdma_ping: member %u: lost member %u: %s\n", pg->o.id,
 			peer_id(pg, (int)i), rdma_sq_peer_error(pg->node, peer_id(pg, (int)i)));
@@ -250,6 +252,14 @@ static void progress(struct ping *pg, bool block)
 		exit(1);
 	}
 	for (int i = 0; i < n; i++) {
+		int q = index_of(pg, wc[i].peer);
+
+		/* After a peer's FIN its leaving may flush what is left. */
+		if (wc[i].status && q >= 0 && pg->fin[q]) {
+			if (wc[i].wr_id >> 56 != T_RECV)
+				pg->own_pending--;
+			continue;
+		}
 		if (wc[i].status) {
 			fprintf(stderr, "rdma_ping: member %u: request to/from member %u failed: "
 				"%s (%s)\n", pg->o.id, wc[i].peer, wc[i].status_text,
