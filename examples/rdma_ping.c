@@ -532,8 +532,8 @@ static double bandwidth(struct ping *pg, int q, unsigned z)
 
 	if (count < 16)
 		count = 16;
-	if (count > 200000)
-		count = 200000;
+	if (count > 20000)
+		count = 20000;
 	for (uint64_t i = 0; i < count; i++) {
 		while (pg->own_pending >= pg->o.bw_depth) {
 			progress(pg, false);
@@ -700,8 +700,13 @@ int main(int argc, char **argv)
 			   &pg->node, &err))
 		die("create", &err, pg->o.id);
 	t0 = now_us();
-	if (rdma_sq_connect_all(pg->node, &err))
-		die("connect", &err, pg->o.id);
+	if (rdma_sq_connect_all(pg->node, &err)) {
+		char what[64];
+
+		snprintf(what, sizeof(what), "connect (gave up after %.0f ms)",
+			 (now_us() - t0) / 1e3);
+		die(what, &err, pg->o.id);
+	}
 	printf("rdma_ping: member %u connected to %u peers on %s port %u in %.0f ms\n",
 	       pg->o.id, pg->cfg.nmembers - 1, rdma_sq_device_name(pg->node),
 	       rdma_sq_port(pg->node), (now_us() - t0) / 1e3);
