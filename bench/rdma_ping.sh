@@ -91,7 +91,10 @@ for s in $SIZES; do
     echo "$out"
     # columns: #bytes #iterations BW_peak BW_average MsgRate[Mpps]; perftest's
     # MB is 2^20 bytes when BW_average = MsgRate * bytes / 2^20.
-    read -r avg rate < <(echo "$out" | awk -v s="$s" '$1 == s && NF >= 5 {print $4, $5}')
+    # (no process substitution: the VM has no /dev/fd)
+    fig=$(echo "$out" | awk -v s="$s" '$1 == s && NF >= 5 {print $4, $5}')
+    avg=${fig% *}
+    rate=${fig#* }
     unit=$(awk -v a="$avg" -v r="$rate" -v s="$s" 'BEGIN { u = r * 1e6 * s / a; print (u > 1024000) ? "MiB" : "MB" }')
     if [ "$unit" = MB ]; then
         avg=$(awk -v a="$avg" 'BEGIN { printf "%.2f", a * 1e6 / 1048576 }')
