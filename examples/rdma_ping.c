@@ -73,7 +73,10 @@ struct ping {
 	/* per peer index */
 	uint64_t raddr[GROUP_CONFIG_MAX_MEMBERS];
 	uint32_t rkey[GROUP_CONFIG_MAX_MEMBERS];
-	unsigned got[GROUP_CONFIG_MAX_MEMBERS];  /* messages this round */
+	/* Messages received from each peer, all rounds together: a fast
+	 * peer's next round may begin while we still wait for a slow one's
+	 * DONE, so the round of a message is its count / MSGS_PER_ROUND. */
+	unsigned got[GROUP_CONFIG_MAX_MEMBERS];
 	unsigned fin[GROUP_CONFIG_MAX_MEMBERS];
 	unsigned own_pending;   /* my signaled posts not yet completed */
 	uint64_t verified_bytes;
@@ -133,15 +136,16 @@ static void fill(uint8_t *buf, unsigned kind, uint32_t from, uint32_t to,
 }
 
 static void verify(struct ping *pg, const uint8_t *buf, unsigned kind,
-		   uint32_t from, uint32_t to, unsigned z, const char *what)
+		   uint32_t from, uint32_t to, unsigned z, unsigned round,
+		   const char *what)
 {
 	for (uint64_t j = 0; j < sizes[z]; j++) {
-		uint8_t want = stamp(kind, from, to, z, pg->round, j);
+		uint8_t want = stamp(kind, from, to, z, round, j);
 
 		if (buf[j] != want) {
 			fprintf(stderr, "rdma_ping: member %u: %s of %u bytes from member %u "
 				"to member %u, round %u: byte %" PRIu64 " is 0x%02x, expected 0x%02x\n",
-				pg->o.id, what, sizes[z], from, to, pg->round, j, buf[j], want);
+				pg->o.id, what, sizes[z], from, to, round, j, buf[j], want);
 			exit(1);
 		}
 	}
@@ -189,6 +193,12 @@ static void on_recv(struct ping *pg, const struct rdma_sq_wc *wc)
 		pg->fin[q]++;
 		return;
 	}
+	if (k != pg->got[q] % MSGS_PER_ROUND) {
+		fprintf(stderr, "rdma_ping: member %u: message %u from member %u completed "
+			"receive %u: receives matched out of order\n", me,
+			pg->got[q] % MSGS_PER_ROUND, from, k);
+		exit(1);
+	}
 	if (k == 2 * NSIZES) {  /* DONE */
 		if (wc->opcode != RDMA_SQ_OP_RECV) {
 			fprintf(stderr, "rdma_ping: member %u: expected DONE from member %u\n",
@@ -199,6 +209,7 @@ static void on_recv(struct ping *pg, const struct rdma_sq_wc *wc)
 		return;
 	}
 	unsigned z = k / 2;
+	unsigned round = pg->got[q] / MSGS_PER_ROUND;
 
 	if (k % 2 == 0) {
 		if (wc->opcode != RDMA_SQ_OP_RECV_IMM ||
@@ -209,11 +220,11 @@ static void on_recv(struct ping *pg, const struct rdma_sq_wc *wc)
 			exit(1);
 		}
 		verify(pg, pg->region + area_off(pg, K_WIMM, q) + slot_off[z],
-		       K_WIMM, from, me, z, "WRITE_WITH_IMM");
+		       K_WIMM, from, me, z, round, "WRITE_WITH_IMM");
 		/* The sender's plain WRITE of this size finished before it
 		 * posted this one: that data must be here too. */
 		verify(pg, pg->region + area_off(pg, K_WRITE, q) + slot_off[z],
-		       K_WRITE, from, me, z, "WRITE");
+		       K_WRITE, from, me, z, round, "WRITE");
 	} else {
 		if (wc->opcode != RDMA_SQ_OP_RECV || wc->byte_len != sizes[z]) {
 			fprintf(stderr, "rdma_ping: member %u: message %u from member %u: "
@@ -222,7 +233,7 @@ static void on_recv(struct ping *pg, const struct rdma_sq_wc *wc)
 			exit(1);
 		}
 		verify(pg, pg->region + area_off(pg, K_SEND, q) + slot_off[z],
-		       K_SEND, from, me, z, "SEND");
+		       K_SEND, from, me, z, round, "SEND");
 	}
 	pg->got[q]++;
 }
@@ -376,7 +387,7 @@ static void exchange(struct ping *pg, int q, unsigned z)
 	post_or_die(pg, rdma_sq_read(pg->node, p, sg, n, pg->raddr[q] + off, pg->rkey[q],
 				     TAG(T_OWN, q, z), RDMA_SQ_SIGNALED, &err), &err);
 	wait_own(pg, "an RDMA READ");
-	verify(pg, pg->check, K_WRITE, me, p, z, "READ back");
+	verify(pg, pg->check, K_WRITE, me, p, z, pg->round, "READ back");
 
 	off = area_off(pg, K_WIMM, pg->me) + slot_off[z];
 	fill(pg->src, K_WIMM, me, p, z, pg->round);
@@ -409,7 +420,7 @@ static void one_round(struct ping *pg)
 		for (unsigned z = 0; z < NSIZES && (int)q != pg->me; z++)
 			exchange(pg, (int)q, z);
 	start = now_us();
-	while (!all_got(pg, 2 * NSIZES, pg->got)) {
+	while (!all_got(pg, pg->round * MSGS_PER_ROUND + 2 * NSIZES, pg->got)) {
 		progress(pg, true);
 		deadline_check(pg, start, "the peers' messages");
 	}
@@ -425,12 +436,11 @@ static void one_round(struct ping *pg)
 		send_ctl(pg, (int)q, "DONE");
 	}
 	start = now_us();
-	while (!all_got(pg, MSGS_PER_ROUND, pg->got)) {
+	while (!all_got(pg, (pg->round + 1) * MSGS_PER_ROUND, pg->got)) {
 		progress(pg, true);
 		deadline_check(pg, start, "the peers' DONE");
 	}
 	wait_own(pg, "DONE sends");
-	memset(pg->got, 0, sizeof(pg->got));
 }
 
 /* ---- performance: the lowest member against each peer ---------------- */

@@ -86,7 +86,7 @@ void rdma_sq_peer_fail(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	 * peer. */
 	if (p->cm && p->state == PEER_UP)
 		rdma_disconnect(p->cm);
-	p->state = PEER_DEAD;
+	rdma_sq_set_state(p, PEER_DEAD);
 }
 
 static void retry_later(struct rdma_sq_node *node, struct rdma_sq_peer *p,
@@ -297,7 +297,7 @@ static int on_established(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 		}
 		p->remote = ev->hello;
 	}
-	p->state = PEER_UP;
+	rdma_sq_set_state(p, PEER_UP);
 	rdma_sq_log(node, RDMA_SQ_LOG_INFO, "connected to %s (qp %u)", p->who,
 		    p->qp_num);
 	return 0;
@@ -505,7 +505,7 @@ int rdma_sq_remote(const struct rdma_sq_node *node, uint32_t peer,
 
 	if (!p || purpose != RDMA_SQ_TARGET_REGION)
 		return -ENOENT;
-	if (p->state != PEER_UP)
+	if (rdma_sq_peer_state(p) != PEER_UP)
 		return -ENOTCONN;
 	if (addr)
 		*addr = p->remote.addr;
@@ -521,7 +521,7 @@ bool rdma_sq_peer_alive(const struct rdma_sq_node *node, uint32_t peer)
 	const struct rdma_sq_peer *p =
 		rdma_sq_peer_by_id((struct rdma_sq_node *)node, peer);
 
-	return p && p->state == PEER_UP;
+	return p && rdma_sq_peer_state(p) == PEER_UP;
 }
 
 const char *rdma_sq_peer_error(const struct rdma_sq_node *node, uint32_t peer)

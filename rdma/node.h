@@ -80,6 +80,20 @@ struct rdma_sq_node {
 	struct rdma_sq_peer *peers;
 };
 
+/* A peer's state is written by the thread that polls (and by connect_all)
+ * and read by posting threads: the release store publishes the peer's
+ * error text and remote target before the state that says to look at
+ * them. */
+static inline enum rdma_sq_peer_state rdma_sq_peer_state(const struct rdma_sq_peer *p)
+{
+	return __atomic_load_n(&p->state, __ATOMIC_ACQUIRE);
+}
+
+static inline void rdma_sq_set_state(struct rdma_sq_peer *p, enum rdma_sq_peer_state s)
+{
+	__atomic_store_n(&p->state, s, __ATOMIC_RELEASE);
+}
+
 /* device.c */
 void rdma_sq_log(struct rdma_sq_node *node, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

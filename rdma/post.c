@@ -45,13 +45,15 @@ static int prepare(struct rdma_sq_node *node, uint32_t peer,
 		   struct squall_error *err)
 {
 	struct rdma_sq_peer *p = rdma_sq_peer_by_id(node, peer);
+	enum rdma_sq_peer_state st;
 
 	if (!p)
 		return squall_error_set(err, -ENOENT, "%s: %u is not a peer of member %u",
 					what, peer, node->my_id);
-	if (p->state != PEER_UP)
+	st = rdma_sq_peer_state(p);
+	if (st != PEER_UP)
 		return squall_error_set(err, -ENOTCONN, "%s to %s: %s", what, p->who,
-			p->state == PEER_DEAD ? p->error : "not connected");
+			st == PEER_DEAD ? p->error : "not connected");
 	if (nsge < 0 || (uint32_t)nsge > node->opt.max_sge || (nsge && !sg))
 		return squall_error_set(err, -EINVAL,
 			"%s to %s: %d pieces (at most %u)", what, p->who, nsge,

@@ -18,10 +18,11 @@
  * the verbs/rdma_cm call, its errno text, and the peer concerned. The
  * library never prints; it can hand diagnostic lines to a log callback.
  *
- * Threads: a node is not internally locked. One thread (the progress
- * thread) polls and waits; posts to distinct peers from other threads are
- * safe as verbs posts are, but connect_all and destroy must not run
- * concurrently with anything else.
+ * Threads: one thread at a time polls and waits (the progress thread; it
+ * also handles connection events). Posts may come from other threads at
+ * the same time: a peer's state is read atomically and verbs serialises
+ * each queue. create, connect_all, reg_mr, dereg_mr and destroy must not
+ * run concurrently with any other call on the node.
  */
 #ifndef SQUALL_RDMA_H
 #define SQUALL_RDMA_H
