@@ -16,7 +16,10 @@
  * latency is half the round trip, as ib_write_lat reports it) and a stream
  * of writes with a fixed number outstanding for bandwidth.
  *
- * usage: rdma_ping --id N --member ID,ADDR,PORT [--member ...] [options]
+ * usage: rdma_ping --config GROUP.cfg [--id N] [options]
+ *        rdma_ping --id N --member ID,ADDR,PORT [--member ...] [options]
+ * With --config the members (and device, connect timeout) come from the
+ * group file and the id from --id or SQUALL_MEMBER_ID.
  * The environment variable SQUALL_TEST_WIRE_MAJOR makes the member claim
  * another wire major version (tests of the refusal only).
  */
@@ -613,7 +616,9 @@ static void perf(struct ping *pg)
 static void usage(void)
 {
 	fprintf(stderr,
-		"usage: rdma_ping --id N --member ID,ADDR,PORT [--member ...]\n"
+		"usage: rdma_ping --config GROUP.cfg [--id N] [options]\n"
+		"       rdma_ping --id N --member ID,ADDR,PORT [--member ...] [options]\n"
+		"options:\n"
 		"  [--connect-timeout-ms MS] [--device NAME] [--rounds N]\n"
 		"  [--no-perf] [--lat-iters N] [--bw-bytes N] [--bw-depth N]\n"
 		"  [--op-timeout-ms MS] [--verbose]\n");
@@ -641,6 +646,7 @@ static void add_member(struct group_config *cfg, const char *arg)
 static void parse(int argc, char **argv, struct ping *pg)
 {
 	static const struct option lo[] = {
+		{ "config", required_argument, 0, 'c' },
 		{ "id", required_argument, 0, 'i' },
 		{ "member", required_argument, 0, 'm' },
 		{ "connect-timeout-ms", required_argument, 0, 't' },
@@ -655,6 +661,8 @@ static void parse(int argc, char **argv, struct ping *pg)
 		{ 0, 0, 0, 0 },
 	};
 	bool have_id = false;
+	const char *cfg_path = NULL, *id_arg = NULL;
+	const char *timeout_arg = NULL, *device_arg = NULL;
 	int c;
 
 	snprintf(pg->cfg.name, sizeof(pg->cfg.name), "rdma_ping");
@@ -664,10 +672,11 @@ static void parse(int argc, char **argv, struct ping *pg)
 			       .bw_depth = 16, .op_timeout_ms = 30000, .perf = true };
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
-		case 'i': pg->o.id = (uint32_t)strtoul(optarg, NULL, 0); have_id = true; break;
+		case 'c': cfg_path = optarg; break;
+		case 'i': id_arg = optarg; pg->o.id = (uint32_t)strtoul(optarg, NULL, 0); have_id = true; break;
 		case 'm': add_member(&pg->cfg, optarg); break;
-		case 't': pg->cfg.connect_timeout_ms = (uint32_t)strtoul(optarg, NULL, 0); break;
-		case 'd': snprintf(pg->cfg.device, sizeof(pg->cfg.device), "%s", optarg); break;
+		case 't': timeout_arg = optarg; break;
+		case 'd': device_arg = optarg; break;
 		case 'r': pg->o.rounds = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'P': pg->o.perf = false; break;
 		case 'l': pg->o.lat_iters = (unsigned)strtoul(optarg, NULL, 0); break;
@@ -678,6 +687,31 @@ static void parse(int argc, char **argv, struct ping *pg)
 		default: usage();
 		}
 	}
+	if (cfg_path) {
+		struct squall_error err;
+		long id;
+
+		if (pg->cfg.nmembers) {
+			fprintf(stderr, "rdma_ping: --config and --member exclude each other\n");
+			exit(2);
+		}
+		if (group_config_load(cfg_path, &pg->cfg, &err) < 0) {
+			fprintf(stderr, "rdma_ping: %s\n", err.msg);
+			exit(2);
+		}
+		id = group_config_my_id(&pg->cfg, id_arg, &err);
+		if (id < 0) {
+			fprintf(stderr, "rdma_ping: %s\n", err.msg);
+			exit(2);
+		}
+		pg->o.id = (uint32_t)id;
+		have_id = true;
+	}
+	/* Command-line settings win over the group file's. */
+	if (timeout_arg)
+		pg->cfg.connect_timeout_ms = (uint32_t)strtoul(timeout_arg, NULL, 0);
+	if (device_arg)
+		snprintf(pg->cfg.device, sizeof(pg->cfg.device), "%s", device_arg);
 	if (!have_id || pg->cfg.nmembers < 2 || pg->o.rounds == 0 || !pg->o.bw_depth ||
 	    pg->o.bw_depth > 60)
 		usage();
