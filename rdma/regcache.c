@@ -392,10 +392,16 @@ static int insert(struct regcache *c, uintptr_t s, uintptr_t t,
 		return rc;
 	}
 	forget(c, old, nold);
+	/* Overlapped without being merged: their pages changed under them.
+	 * Marked before the commit, which may free them once unlinked. */
+	for (size_t i = 0; i < nold; i++)
+		atomic_store(&old[i]->invalid, !merged);
 	rc = commit(c, old, nold, &e, 1);
 	if (rc) {
-		for (size_t i = 0; i < nold; i++)
+		for (size_t i = 0; i < nold; i++) {
+			atomic_store(&old[i]->invalid, false);
 			remember(c, old[i]);
+		}
 		free(old);
 		c->cfg.dereg(c->cfg.ctx, e->handle);
 		atomic_fetch_add(&c->deregs, 1);
@@ -408,8 +414,6 @@ static int insert(struct regcache *c, uintptr_t s, uintptr_t t,
 		c->st.merges += nold;
 	else
 		c->st.invalidations += nold;
-	for (size_t i = 0; i < nold; i++)
-		atomic_store(&old[i]->invalid, !merged);
 	free(old);
 	evict(c);
 	*out = e;

@@ -504,13 +504,23 @@ static bool active(struct regcache *c)
 	return regcache_monitor_status(c, NULL) == REGCACHE_MONITOR_ACTIVE;
 }
 
+/* Whether any page of [p, p + len) is no longer mapped. */
+static bool unmapped(const void *p, size_t len)
+{
+	uintptr_t a = (uintptr_t)p & ~(pg - 1);
+	return msync((void *)a, (uintptr_t)p + len - a, MS_ASYNC) != 0 &&
+	       errno == ENOMEM;
+}
+
 static void test_monitor_malloc_free_malloc(void **state)
 {
 	(void)state;
 	struct counter k = {0};
 	struct regcache *c = mk_monitored(&k);
 	/* Larger than any free chunk the heap holds: glibc maps it and
-	 * unmaps it on free (main() fixed the mmap threshold). */
+	 * unmaps it on free (main() fixed the mmap threshold). Allocators
+	 * that keep freed memory mapped (AddressSanitizer's) need no
+	 * invalidation: the pages stay the same. */
 	size_t len = 4 << 20;
 	char *p = malloc(len);
 	assert_non_null(p);
@@ -520,23 +530,48 @@ static void test_monitor_malloc_free_malloc(void **state)
 	if (!active(c))
 		regcache_invalidate(c, p, len);
 	free(p);                              /* munmap: UNMAP event */
+	bool gone = unmapped(p, len);
 	char *q = malloc(len);
 	assert_non_null(q);
 	memset(q, 2, len);
+	print_message("free %s the block; re-malloc %s address\n",
+		      gone ? "unmapped" : "kept", p == q ? "at the same" : "at another");
 	/* Same address or not, the old registration must not serve q. */
 	assert_false(use(c, &k, q, len));
 	struct regcache_stats s = stats(c);
-	assert_int_equal(s.invalidations, 1);
-	if (active(c))
+	if (gone || !active(c)) {
+		assert_int_equal(s.invalidations, 1);
+		assert_int_equal(k.live, 1);
+	}
+	if (gone && active(c))
 		assert_true(s.events >= 1);
-	assert_int_equal(k.live, 1);
 	if (!active(c))
 		regcache_invalidate(c, q, len);
 	free(q);
+	gone = unmapped(q, len);
 	s = stats(c);
-	assert_int_equal(s.entries, 0);
-	assert_int_equal(k.live, 0);
+	if (gone || !active(c))
+		assert_int_equal(s.entries, 0);
 	regcache_destroy(c);
+	assert_int_equal(k.live, 0);
+}
+
+/* Map fresh pages at p again, just unmapped. Another thread (a sanitizer's
+ * allocator) may have taken the address meanwhile; the lookups that
+ * follow are then made on whatever is there now, which the cache must not
+ * serve from the old registration either. */
+static char *remap_same(char *p, size_t len, bool *own)
+{
+	char *q = mmap(p, len, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+	*own = q == p;
+	if (q == p) {
+		q[0] = 2;
+		return q;
+	}
+	assert_true(q == MAP_FAILED && errno == EEXIST);
+	print_message("address %p was taken by another thread\n", (void *)p);
+	return p;
 }
 
 static void test_monitor_mmap_munmap_mmap(void **state)
@@ -552,10 +587,8 @@ static void test_monitor_mmap_munmap_mmap(void **state)
 	if (!active(c))
 		regcache_invalidate(c, p, len);
 	assert_int_equal(munmap(p, len), 0);
-	char *q = mmap(p, len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	assert_ptr_equal(q, p);
-	q[0] = 2;
+	bool own;
+	char *q = remap_same(p, len, &own);
 	assert_false(use(c, &k, q + 2 * pg, pg));   /* new pages: a miss */
 	struct regcache_stats s = stats(c);
 	assert_int_equal(s.invalidations, 1);
@@ -563,7 +596,7 @@ static void test_monitor_mmap_munmap_mmap(void **state)
 
 	/* Memory given back with madvise (REMOVE events) and moved with
 	 * mremap: both drop the entry. */
-	if (active(c)) {
+	if (active(c) && own) {
 		assert_true(use(c, &k, q + 2 * pg, pg));
 		assert_int_equal(madvise(q + 2 * pg, pg, MADV_DONTNEED), 0);
 		assert_false(use(c, &k, q + 2 * pg, pg));
@@ -577,7 +610,8 @@ static void test_monitor_mmap_munmap_mmap(void **state)
 		assert_int_equal(s.entries, 0);
 		munmap(dst, 16 * pg);
 	}
-	munmap(q, len);
+	if (own)
+		munmap(q, len);
 	regcache_destroy(c);
 	assert_int_equal(k.live, 0);
 }
@@ -596,9 +630,8 @@ static void test_monitor_partial_unmap_splits(void **state)
 	assert_int_equal(munmap(p + 3 * pg, 2 * pg), 0);
 	/* Right after the unmap returns, the pages are not served. */
 	struct regcache_reg *r;
-	char *q = mmap(p + 3 * pg, 2 * pg, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-	assert_ptr_equal(q, p + 3 * pg);
+	bool own;
+	char *q = remap_same(p + 3 * pg, 2 * pg, &own);
 	long regs = k.regs;
 	assert_int_equal(regcache_get(c, q, pg, &r), 0);
 	/* A new registration (merged with the surviving left part), not the
@@ -615,7 +648,12 @@ static void test_monitor_partial_unmap_splits(void **state)
 		assert_int_equal(s.splits, 2);
 	if (!active(c))
 		regcache_invalidate(c, p, 8 * pg);
-	munmap(p, 8 * pg);
+	munmap(p, 3 * pg);
+	munmap(p + 5 * pg, 3 * pg);
+	if (own)
+		munmap(q, 2 * pg);
+	else
+		regcache_invalidate(c, q, 2 * pg); /* not ours to unmap */
 	(void)regs;
 	s = stats(c);
 	assert_int_equal(s.entries, 0);
@@ -644,11 +682,12 @@ static void test_monitor_shared(void **state)
 	regcache_sync(c2);
 	assert_int_equal(k1.live, 0);
 	assert_int_equal(k2.live, 0);
+	bool was_active = active(c1);
 	regcache_destroy(c1);
 	regcache_destroy(c2);
 	struct counter k3 = {0};
 	struct regcache *c3 = mk_monitored(&k3);
-	assert_int_equal(active(c3), active(c1) || k1.warns == 0);
+	assert_int_equal(active(c3), was_active);
 	p = arena(4);
 	p[0] = 1;
 	assert_false(use(c3, &k3, p, pg));
