@@ -24,6 +24,25 @@
 
 #include <squall/regcache.h>
 
+/* ThreadSanitizer cannot see liburcu's grace periods and callbacks (they
+ * rest on membarrier and uninstrumented code), so TSan builds state them:
+ * a reader releases RC_TSAN_GP just before it leaves its read-side section, a
+ * writer releases a snapshot before call_rcu(), the callback acquires both
+ * and releases RC_TSAN_CB, which rcu_barrier()'s callers acquire.
+ * Compiled out elsewhere. */
+#if defined(__SANITIZE_THREAD__)
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+extern char rc_tsan_sync[2];
+#define RC_TSAN_GP (&rc_tsan_sync[0])
+#define RC_TSAN_CB (&rc_tsan_sync[1])
+#define RC_TSAN_ACQUIRE(p) __tsan_acquire((void *)(p))
+#define RC_TSAN_RELEASE(p) __tsan_release((void *)(p))
+#else
+#define RC_TSAN_ACQUIRE(p) ((void)0)
+#define RC_TSAN_RELEASE(p) ((void)0)
+#endif
+
 /* One registration. [start, end) is page aligned. Cached entries never
  * overlap. `ref` counts users plus one while the entry is published in the
  * index; that index reference is dropped only a grace period after the
