@@ -19,9 +19,12 @@
  * A cached registration must never outlive the memory it describes: when
  * memory is unmapped (munmap, brk shrink, mremap, mmap MAP_FIXED over it)
  * or given back to the kernel (madvise DONTNEED/FREE/REMOVE), a userfaultfd
- * monitor (one per process, shared by every cache) drops the entries before
- * the unmapping call returns to the application, so a later lookup never
- * finds them. No libc function is patched. Where the kernel refuses
+ * monitor (one per process, shared by every cache) learns of it before the
+ * unmapping call returns (the kernel holds the caller until the monitor has
+ * read the event), and every lookup applies events read so far before it
+ * searches: a lookup that follows the unmap never finds the stale entry. A
+ * worker thread applies events to idle caches so that registrations of
+ * memory that is gone are released promptly. No libc function is patched. Where the kernel refuses
  * userfaultfd (seccomp, vm.unprivileged_userfaultfd=0 on kernels without
  * UFFD_USER_MODE_ONLY), the cache says so once through the log callback and
  * through regcache_monitor_status(), and the application must call
