@@ -105,7 +105,7 @@ static int emit_chunks(struct regcache_entry **es, size_t k, struct ptrvec *out)
 	size_t done = 0;
 	for (size_t j = 0; j < m; j++) {
 		size_t take = (k - done) / (m - j);
-		struct rc_chunk *ch = malloc(sizeof(*ch));
+		struct rc_chunk *ch = aligned_alloc(64, sizeof(*ch));
 		if (!ch || ptrvec_push(out, ch)) {
 			free(ch);
 			return -ENOMEM;
@@ -114,6 +114,8 @@ static int emit_chunks(struct regcache_entry **es, size_t k, struct ptrvec *out)
 		for (size_t i = 0; i < take; i++) {
 			ch->e[i] = es[done + i];
 			ch->start[i] = es[done + i]->start;
+			if (i % RC_GROUP == 0)
+				ch->sum[i / RC_GROUP] = ch->start[i];
 		}
 		done += take;
 	}

@@ -50,6 +50,8 @@ extern char rc_tsan_sync[2];
  * a reference safely, and the count reaching zero means nobody can find or
  * hold the entry any more. */
 struct regcache_entry {
+	/* The fields a hit touches come first: with the entry 64-byte
+	 * aligned they share one cache line. */
 	uintptr_t start;
 	uintptr_t end;
 	atomic_uint ref;
@@ -72,11 +74,16 @@ struct regcache_entry {
  * rcu_assign_pointer() and retire the old one with call_rcu(); unchanged
  * chunks are shared between snapshots. */
 #define RC_CHUNK_MAX 128
+#define RC_GROUP 8 /* starts per cache line */
 
+/* A chunk's starts are searched in two steps that touch three cache lines:
+ * the group summary (every RC_GROUP-th start, two lines), then the one
+ * line of starts the address falls in. Chunks are 64-byte aligned. */
 struct rc_chunk {
-	uint32_t n;
-	uintptr_t start[RC_CHUNK_MAX];
+	_Alignas(64) uintptr_t sum[RC_CHUNK_MAX / RC_GROUP];
+	_Alignas(64) uintptr_t start[RC_CHUNK_MAX];
 	struct regcache_entry *e[RC_CHUNK_MAX];
+	uint32_t n;
 };
 
 struct rc_index {
@@ -109,8 +116,17 @@ static inline struct regcache_entry *rc_index_lookup(const struct rc_index *x,
 		n -= half;
 	}
 	const struct rc_chunk *ch = x->chunks[base - x->first];
-	const uintptr_t *s = ch->start;
-	n = ch->n;
+	/* ch->sum[0] == ch->start[0] <= a: the group search cannot fail. */
+	const uintptr_t *g = ch->sum;
+	n = (ch->n + RC_GROUP - 1) / RC_GROUP;
+	while (n > 1) {
+		size_t half = n / 2;
+		g = g[half] <= a ? g + half : g;
+		n -= half;
+	}
+	size_t first = (size_t)(g - ch->sum) * RC_GROUP;
+	const uintptr_t *s = ch->start + first;
+	n = ch->n - first < RC_GROUP ? ch->n - first : RC_GROUP;
 	while (n > 1) {
 		size_t half = n / 2;
 		s = s[half] <= a ? s + half : s;
