@@ -36,6 +36,14 @@
  *
  * The cache never calls verbs itself: the creator passes register and
  * deregister callbacks (the rdma layer passes ibv_reg_mr/ibv_dereg_mr).
+ * A caller that binds a memory window on a cached registration keeps its
+ * reference until the window is invalidated: ibv_dereg_mr fails while a
+ * window is bound, and eviction or invalidation deregisters at last put.
+ *
+ * fork(): the first regcache_create() installs pthread_atfork handlers
+ * that pause liburcu's threads around fork; a child starts without the
+ * monitor and must not use caches inherited from its parent (their
+ * registrations do not belong to it either).
  */
 #ifndef SQUALL_REGCACHE_H
 #define SQUALL_REGCACHE_H
@@ -57,9 +65,11 @@ typedef int (*regcache_reg_fn)(void *ctx, void *addr, size_t len,
 			       void **handle);
 
 /* Undo one successful regcache_reg_fn. Called exactly once per handle, from
- * any thread (the thread dropping the last reference, or liburcu's call_rcu
- * thread); never with the cache's writer lock held. A failure is counted
- * (regcache_stats.dereg_failures) and logged; the entry is gone either way. */
+ * any thread: the thread dropping the last reference, liburcu's call_rcu
+ * thread, or (when a registration is rolled back after an allocation
+ * failure) the writer with the cache's lock held. It must not call into
+ * the cache. A failure is counted (regcache_stats.dereg_failures) and
+ * logged; the entry is gone either way. */
 typedef int (*regcache_dereg_fn)(void *ctx, void *handle);
 
 enum regcache_log_level {
@@ -130,7 +140,8 @@ void regcache_destroy(struct regcache *c);
  * miss (merged with cached neighbours that overlap or touch it). On success
  * *out holds one reference: pass it to regcache_put() when the transfer is
  * done. Returns 0, -EINVAL (len 0 or wrapping), or the reg callback's error.
- * A hit takes no lock and writes no shared cache line. */
+ * A hit takes no lock and writes only the entry's own cache line (its
+ * reference count and use stamp). */
 int regcache_get(struct regcache *c, const void *ptr, size_t len,
 		 struct regcache_reg **out);
 
