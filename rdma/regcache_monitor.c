@@ -79,6 +79,22 @@ static void log_append(uintptr_t s, uintptr_t e)
 	atomic_store_explicit(&mon_log_head, h + 1, memory_order_release);
 }
 
+/* Nothing is ever write-protected, so no fault should reach us; if a
+ * kernel sends one anyway, lift the protection and wake the thread rather
+ * than leave it hanging. */
+static void answer_fault(int uffd, uint64_t addr)
+{
+	uint64_t ps = (uint64_t)sysconf(_SC_PAGESIZE);
+	struct uffdio_writeprotect wp = {
+		.range = {.start = addr & ~(ps - 1), .len = ps},
+		.mode = 0,
+	};
+	if (ioctl(uffd, UFFDIO_WRITEPROTECT, &wp)) {
+		struct uffdio_range r = wp.range;
+		ioctl(uffd, UFFDIO_WAKE, &r);
+	}
+}
+
 /* One batch: announce it, read what the kernel queued, log the ranges. */
 static void monitor_batch(int uffd)
 {
@@ -99,6 +115,9 @@ static void monitor_batch(int uffd)
 			log_append(m[i].arg.remap.from,
 				   m[i].arg.remap.from + m[i].arg.remap.len);
 			any = true;
+			break;
+		case UFFD_EVENT_PAGEFAULT:
+			answer_fault(uffd, m[i].arg.pagefault.address);
 			break;
 		default:
 			break;
