@@ -56,7 +56,7 @@ perftest() {
 }
 
 M="--member 1,$A1,7601 --member 2,$A2,7602"
-PARGS="--lat-iters 1000 --bw-bytes 209715200 --bw-depth 16 --device $DEV"
+PARGS="--lat-iters 1000 --bw-bytes 67108864 --bw-depth 16 --op-timeout-ms 300000 --device $DEV"
 echo "# rdma_ping: $PING --id N $M $PARGS"
 "$PING" --id 2 $M $PARGS >"$OUT/ping2" 2>&1 &
 pids+=($!)
@@ -86,7 +86,7 @@ for s in $SIZES; do
     n=20000
     [ "$s" -ge 4096 ] && n=5000
     [ "$s" -ge 65536 ] && n=1000
-    [ "$s" -ge 1048576 ] && n=200
+    [ "$s" -ge 1048576 ] && n=100
     out=$(perftest ib_write_bw $port -s "$s" -t 16 -n "$n")
     echo "$out"
     # columns: #bytes #iterations BW_peak BW_average MsgRate[Mpps]; perftest's
