@@ -7,7 +7,8 @@
  * retries exceeded); it marks the peer dead so later posts fail fast. The
  * rdma_cm channel (where a peer's disconnect arrives) is checked when the
  * completion queue is idle, and is one of the two descriptors a blocking
- * wait sleeps on.
+ * wait sleeps on. A completion also ends the request's holds on cached
+ * registrations.
  */
 #include <arpa/inet.h>
 #include <poll.h>
@@ -37,6 +38,8 @@ static enum rdma_sq_opcode map_opcode(const struct ibv_wc *wc)
 		return RDMA_SQ_OP_RECV;
 	case IBV_WC_RECV_RDMA_WITH_IMM:
 		return RDMA_SQ_OP_RECV_IMM;
+	case IBV_WC_BIND_MW:
+		return RDMA_SQ_OP_BIND_MW;
 	default:
 		return RDMA_SQ_OP_UNKNOWN;
 	}
@@ -64,6 +67,12 @@ static void convert(struct rdma_sq_node *node, const struct ibv_wc *wc,
 	out->byte_len = wc->byte_len;
 	if (wc->status == IBV_WC_SUCCESS && (wc->wc_flags & IBV_WC_WITH_IMM))
 		out->imm = ntohl(wc->imm_data);
+	if (wc->status == IBV_WC_SUCCESS && (wc->wc_flags & IBV_WC_WITH_INV)) {
+		out->flags |= RDMA_SQ_WC_INVALIDATED;
+		out->inv_rkey = wc->invalidated_rkey;
+	}
+	if (p)
+		rdma_sq_hold_release(node, wc, p->id);
 	if (wc->status == IBV_WC_SUCCESS)
 		return;
 	out->status = -ECONNRESET;
