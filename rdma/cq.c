@@ -17,6 +17,14 @@
 
 #include "rdma/node.h"
 
+/* How a receive says the SEND carried an invalidation. libibverbs names it
+ * IBV_WC_WITH_INV (bit 3), but providers that hand the kernel's completion
+ * through unchanged (rxe) set the kernel's IB_WC_WITH_INVALIDATE, bit 2,
+ * which libibverbs calls IBV_WC_IP_CSUM_OK. A checksum flag means nothing
+ * on a reliable connection, so on RC receives either bit means an
+ * invalidation (and the key it names is checked by the owner). */
+#define RECV_WITH_INV (IBV_WC_WITH_INV | IBV_WC_IP_CSUM_OK)
+
 /* Empty polls between two looks at the rdma_cm channel (a system call). */
 #define CM_CHECK_EVERY 256
 
@@ -67,7 +75,8 @@ static void convert(struct rdma_sq_node *node, const struct ibv_wc *wc,
 	out->byte_len = wc->byte_len;
 	if (wc->status == IBV_WC_SUCCESS && (wc->wc_flags & IBV_WC_WITH_IMM))
 		out->imm = ntohl(wc->imm_data);
-	if (wc->status == IBV_WC_SUCCESS && (wc->wc_flags & IBV_WC_WITH_INV)) {
+	if (wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RECV &&
+	    (wc->wc_flags & RECV_WITH_INV)) {
 		out->flags |= RDMA_SQ_WC_INVALIDATED;
 		out->inv_rkey = wc->invalidated_rkey;
 	}
