@@ -26,7 +26,8 @@
  * also handles connection events). Posts may come from other threads at
  * the same time: a peer's state is read atomically and verbs serialises
  * each queue. create, connect_all, reg_mr, dereg_mr and destroy must not
- * run concurrently with any other call on the node.
+ * run concurrently with any other call on the node; use-once open and
+ * close must not run concurrently with each other.
  */
 #ifndef SQUALL_RDMA_H
 #define SQUALL_RDMA_H
