@@ -32,11 +32,6 @@ static bool inside(const void *base, size_t len, const void *ptr, uint32_t n)
 static int lkey_of(const struct rdma_sq_node *node, const void *ptr,
 		   uint32_t len, uint32_t *lkey)
 {
-	if (!len) {
-		/* no bytes move: any key does */
-		*lkey = node->region_mr->lkey;
-		return 0;
-	}
 	if (inside(node->region, node->region_len, ptr, len)) {
 		*lkey = node->region_mr->lkey;
 		return 0;
