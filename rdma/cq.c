@@ -7,7 +7,8 @@
  * retries exceeded); it marks the peer dead so later posts fail fast. The
  * rdma_cm channel (where a peer's disconnect arrives) is checked when the
  * completion queue is idle, and is one of the two descriptors a blocking
- * wait sleeps on.
+ * wait sleeps on. A completion also ends the request's holds on cached
+ * registrations.
  */
 #include <arpa/inet.h>
 #include <poll.h>
@@ -15,6 +16,14 @@
 #include <string.h>
 
 #include "rdma/node.h"
+
+/* How a receive says the SEND carried an invalidation. libibverbs names it
+ * IBV_WC_WITH_INV (bit 3), but providers that hand the kernel's completion
+ * through unchanged (rxe) set the kernel's IB_WC_WITH_INVALIDATE, bit 2,
+ * which libibverbs calls IBV_WC_IP_CSUM_OK. A checksum flag means nothing
+ * on a reliable connection, so on RC receives either bit means an
+ * invalidation (and the key it names is checked by the owner). */
+#define RECV_WITH_INV (IBV_WC_WITH_INV | IBV_WC_IP_CSUM_OK)
 
 /* Empty polls between two looks at the rdma_cm channel (a system call). */
 #define CM_CHECK_EVERY 256
@@ -37,6 +46,8 @@ static enum rdma_sq_opcode map_opcode(const struct ibv_wc *wc)
 		return RDMA_SQ_OP_RECV;
 	case IBV_WC_RECV_RDMA_WITH_IMM:
 		return RDMA_SQ_OP_RECV_IMM;
+	case IBV_WC_BIND_MW:
+		return RDMA_SQ_OP_BIND_MW;
 	default:
 		return RDMA_SQ_OP_UNKNOWN;
 	}
@@ -64,6 +75,13 @@ static void convert(struct rdma_sq_node *node, const struct ibv_wc *wc,
 	out->byte_len = wc->byte_len;
 	if (wc->status == IBV_WC_SUCCESS && (wc->wc_flags & IBV_WC_WITH_IMM))
 		out->imm = ntohl(wc->imm_data);
+	if (wc->status == IBV_WC_SUCCESS && wc->opcode == IBV_WC_RECV &&
+	    (wc->wc_flags & RECV_WITH_INV)) {
+		out->flags |= RDMA_SQ_WC_INVALIDATED;
+		out->inv_rkey = wc->invalidated_rkey;
+	}
+	if (p)
+		rdma_sq_hold_release(node, wc, p->id);
 	if (wc->status == IBV_WC_SUCCESS)
 		return;
 	out->status = -ECONNRESET;

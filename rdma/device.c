@@ -1,7 +1,8 @@
 /*
  * device.c - a node's device resources: the listener's address decides the
  * device, then one protection domain, one completion queue with its
- * completion channel, and the region's registration.
+ * completion channel, the region's registration and the registration cache
+ * for foreign memory (ibv_reg_mr on the node's protection domain).
  *
  * Several members may share one RDMA device (Soft-RoCE with one address per
  * member), so nothing here is chosen by name or index first: the listener
@@ -24,6 +25,8 @@
 #define MAX_WR 4096
 #define DEFAULT_SGE 4
 #define MAX_SGE 16
+#define DEFAULT_CACHE_BYTES ((size_t)1 << 30)
+#define DEFAULT_CACHE_ENTRIES 4096
 
 void rdma_sq_log(struct rdma_sq_node *node, int level, const char *fmt, ...)
 {
@@ -82,6 +85,10 @@ static int fill_options(struct rdma_sq_options *o, const struct rdma_sq_options 
 		o->ack_timeout = 16;
 	if (!o->retry_count)
 		o->retry_count = 6;
+	if (!o->cache_max_bytes)
+		o->cache_max_bytes = DEFAULT_CACHE_BYTES;
+	if (!o->cache_max_entries)
+		o->cache_max_entries = DEFAULT_CACHE_ENTRIES;
 	if (o->max_send_wr > MAX_WR || o->max_recv_wr > MAX_WR)
 		return squall_error_set(err, -EINVAL,
 			"rdma options: at most %d work requests per queue", MAX_WR);
@@ -229,12 +236,63 @@ static int alloc_queues(struct rdma_sq_node *node, struct squall_error *err)
 	return 0;
 }
 
-static int region_access(const struct rdma_sq_node *node)
+int rdma_sq_region_access(const struct rdma_sq_node *node)
 {
 	int a = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 		IBV_ACCESS_REMOTE_READ;
 
 	return node->mw_bind ? a | IBV_ACCESS_MW_BIND : a;
+}
+
+/* The cache's callbacks: foreign memory gets the region's access, so a
+ * cached registration can also carry a use-once window. */
+static int cache_reg(void *ctx, void *addr, size_t len, void **handle)
+{
+	struct rdma_sq_node *node = ctx;
+	struct ibv_mr *mr = ibv_reg_mr(node->pd, addr, len,
+				       rdma_sq_region_access(node));
+
+	if (!mr)
+		return neg_errno();
+	*handle = mr;
+	return 0;
+}
+
+static int cache_dereg(void *ctx, void *handle)
+{
+	(void)ctx;
+	return -ibv_dereg_mr(handle);
+}
+
+static void cache_log(void *ctx, enum regcache_log_level level, const char *msg)
+{
+	rdma_sq_log(ctx, level == REGCACHE_LOG_WARN ? RDMA_SQ_LOG_ERROR :
+		    RDMA_SQ_LOG_INFO, "registration cache: %s", msg);
+}
+
+static int make_cache(struct rdma_sq_node *node, struct squall_error *err)
+{
+	struct regcache_config cc = {
+		.reg = cache_reg,
+		.dereg = cache_dereg,
+		.ctx = node,
+		.max_bytes = node->opt.cache_max_bytes,
+		.max_entries = node->opt.cache_max_entries,
+		.monitor = node->opt.cache_monitor,
+		.log = cache_log,
+		.log_ctx = node,
+	};
+	int ret = pthread_mutex_init(&node->hold_lock, NULL);
+
+	if (ret)
+		return squall_error_set(err, -ret, "pthread_mutex_init: %s",
+					strerror(ret));
+	return regcache_create(&cc, &node->cache, err);
+}
+
+struct regcache *rdma_sq_regcache(struct rdma_sq_node *node)
+{
+	return node->cache;
 }
 
 int rdma_sq_create(const struct group_config *cfg, uint32_t my_id,
@@ -274,9 +332,11 @@ int rdma_sq_create(const struct group_config *cfg, uint32_t my_id,
 		ret = check_port(node, err);
 	if (!ret)
 		ret = alloc_queues(node, err);
+	if (!ret)
+		ret = make_cache(node, err);
 	if (!ret) {
 		node->region_mr = ibv_reg_mr(node->pd, region, region_len,
-					     region_access(node));
+					     rdma_sq_region_access(node));
 		if (!node->region_mr)
 			ret = squall_error_set(err, neg_errno(),
 				"ibv_reg_mr(region, %zu bytes): %s", region_len,
@@ -311,6 +371,14 @@ void rdma_sq_destroy(struct rdma_sq_node *node)
 		destroy_peer(&node->peers[i]);
 	if (node->listen_id)
 		rdma_destroy_id(node->listen_id);
+	/* windows before the registrations they sit on, holds before the
+	 * cache that owns them */
+	rdma_sq_use_once_destroy_all(node);
+	if (node->cache) {
+		rdma_sq_hold_release_all(node);
+		regcache_destroy(node->cache);
+		pthread_mutex_destroy(&node->hold_lock);
+	}
 	while (node->mrs) {
 		struct rdma_sq_mr *m = node->mrs;
 

@@ -9,10 +9,12 @@
 #define SQUALL_RDMA_NODE_H
 
 #include <netinet/in.h>
+#include <pthread.h>
 #include <rdma/rdma_cma.h>
 #include <infiniband/verbs.h>
 
 #include <squall/rdma.h>
+#include <squall/regcache.h>
 
 #include "rdma/conn_data.h"
 
@@ -29,6 +31,18 @@ enum rdma_sq_peer_state {
 struct rdma_sq_mr {
 	struct ibv_mr *mr;
 	struct rdma_sq_mr *next;
+};
+
+/* The cache registrations one posted request holds; released when the
+ * request's completion is polled (or at destroy). */
+#define RDMA_SQ_HOLD_MAX 16
+struct rdma_sq_hold {
+	uint32_t peer;
+	uint64_t wr_id;
+	bool recv;
+	int n;
+	struct regcache_reg *reg[RDMA_SQ_HOLD_MAX];
+	struct rdma_sq_hold *next;
 };
 
 struct rdma_sq_peer {
@@ -75,6 +89,18 @@ struct rdma_sq_node {
 	struct ibv_mr *region_mr;
 	struct rdma_sq_mr *mrs;       /* extra registrations */
 
+	/* Registrations of foreign memory, and the requests holding them.
+	 * `nholds` lets the poller skip the lock when nothing is held. */
+	struct regcache *cache;
+	pthread_mutex_t hold_lock;
+	struct rdma_sq_hold *holds;
+	unsigned long nholds;
+
+	/* Use-once regions still open, and what they did. */
+	struct rdma_sq_use_once *use_once;
+	struct rdma_sq_use_once_stats uo_stats;
+	char mw_why[160];             /* why windows are not used, "" if they are */
+
 	unsigned idle_polls;          /* empty polls since the last cm check */
 	uint32_t npeers;              /* == cfg->nmembers */
 	struct rdma_sq_peer *peers;
@@ -98,6 +124,17 @@ static inline void rdma_sq_set_state(struct rdma_sq_peer *p, enum rdma_sq_peer_s
 void rdma_sq_log(struct rdma_sq_node *node, int level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 uint64_t rdma_sq_now_ms(void);
+
+/* post.c */
+/* Release the cache registrations held by the request that produced wc. */
+void rdma_sq_hold_release(struct rdma_sq_node *node, const struct ibv_wc *wc,
+			  uint32_t peer);
+/* Release every hold (destroy). */
+void rdma_sq_hold_release_all(struct rdma_sq_node *node);
+int rdma_sq_region_access(const struct rdma_sq_node *node);
+
+/* use_once.c */
+void rdma_sq_use_once_destroy_all(struct rdma_sq_node *node);
 
 /* conn.c */
 struct rdma_sq_peer *rdma_sq_peer_by_id(struct rdma_sq_node *node, uint32_t id);

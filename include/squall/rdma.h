@@ -9,9 +9,13 @@
  * owns) is registered once; each peer learns an {address, rkey} target in
  * it from the connection's private data and asks for it by purpose.
  *
- * Posts take lists of (pointer, length) pieces inside registered memory (the
- * region, or extra registrations made with rdma_sq_reg_mr) and a 64-bit
- * wr_id chosen by the caller, which comes back in the completion.
+ * Posts take lists of (pointer, length) pieces and a 64-bit wr_id chosen by
+ * the caller, which comes back in the completion. A piece is looked up in
+ * the region first, then in extra registrations made with rdma_sq_reg_mr,
+ * then in the node's registration cache (include/squall/regcache.h), which
+ * registers foreign memory on first use and keeps it registered until the
+ * memory goes away. A request that uses cached registrations holds them
+ * until its completion is polled, so such a request must be signaled.
  *
  * Every call returns 0 (or a count) or a negative errno value; calls that
  * can fail for reasons worth words also fill a struct squall_error naming
@@ -22,7 +26,8 @@
  * also handles connection events). Posts may come from other threads at
  * the same time: a peer's state is read atomically and verbs serialises
  * each queue. create, connect_all, reg_mr, dereg_mr and destroy must not
- * run concurrently with any other call on the node.
+ * run concurrently with any other call on the node; use-once open and
+ * close must not run concurrently with each other.
  */
 #ifndef SQUALL_RDMA_H
 #define SQUALL_RDMA_H
@@ -33,6 +38,7 @@
 
 #include <squall/config.h>
 #include <squall/error.h>
+#include <squall/regcache.h>
 
 struct rdma_sq_node;
 struct rdma_sq_mr;
@@ -67,6 +73,13 @@ struct rdma_sq_options {
 	/* Where diagnostic lines go; NULL = nowhere. */
 	rdma_sq_log_fn log;
 	void *log_arg;
+	/* Limits of the registration cache for foreign memory: registered
+	 * bytes (default 1 GiB) and registrations (default 4096) kept after
+	 * their use; past them the least recently used idle ones go. */
+	size_t cache_max_bytes;
+	size_t cache_max_entries;
+	/* Monitor mode of the cache (REGCACHE_MONITOR_AUTO by default). */
+	enum regcache_monitor_mode cache_monitor;
 };
 
 /* Create member `my_id`'s node for the group `cfg`: find the RDMA device
@@ -137,15 +150,17 @@ uint32_t rdma_sq_mr_lkey(const struct rdma_sq_mr *mr);
 int rdma_sq_dereg_mr(struct rdma_sq_node *node, struct rdma_sq_mr *mr,
 		     struct squall_error *err);
 
-/* One piece of a scatter/gather list: it must lie inside the region or
- * inside one extra registration. */
+/* One piece of a scatter/gather list: it must lie inside the region,
+ * inside one extra registration, or in foreign memory the cache can
+ * register (then the post must be signaled). */
 struct rdma_sq_sge {
 	void *ptr;
 	uint32_t len;
 };
 
 /* Post flags. */
-#define RDMA_SQ_SIGNALED 0x1u /* produce a completion on success */
+#define RDMA_SQ_SIGNALED 0x1u /* produce a completion on success (required
+				 when a piece is in foreign memory) */
 #define RDMA_SQ_INLINE 0x2u   /* copy the payload into the request */
 
 /* RDMA WRITE the pieces sg[0..nsge) to remote_addr/rkey at peer. Returns 0,
@@ -176,6 +191,13 @@ int rdma_sq_send(struct rdma_sq_node *node, uint32_t peer,
 		 const struct rdma_sq_sge *sg, int nsge, uint64_t wr_id,
 		 unsigned flags, struct squall_error *err);
 
+/* SEND_WITH_INV: as rdma_sq_send, and the peer's memory window with rkey
+ * `inv_rkey` is invalidated when the message arrives, before the peer sees
+ * it (the answer to a use-once region, see rdma_sq_use_once_open). */
+int rdma_sq_send_inv(struct rdma_sq_node *node, uint32_t peer,
+		     const struct rdma_sq_sge *sg, int nsge, uint32_t inv_rkey,
+		     uint64_t wr_id, unsigned flags, struct squall_error *err);
+
 /* Post a receive for peer's next SEND or WRITE_WITH_IMM into the pieces sg
  * (nsge may be 0 when only WRITE_WITH_IMM is expected). Always signaled. */
 int rdma_sq_post_recv(struct rdma_sq_node *node, uint32_t peer,
@@ -191,7 +213,11 @@ enum rdma_sq_opcode {
 	RDMA_SQ_OP_RECV,          /* a SEND arrived */
 	RDMA_SQ_OP_RECV_IMM,      /* a WRITE_WITH_IMM arrived */
 	RDMA_SQ_OP_UNKNOWN,       /* failed completion: verbs does not say */
+	RDMA_SQ_OP_BIND_MW,       /* a use-once window was bound */
 };
+
+/* rdma_sq_wc.flags */
+#define RDMA_SQ_WC_INVALIDATED 0x1u /* RECV of a SEND_WITH_INV: inv_rkey */
 
 struct rdma_sq_wc {
 	uint64_t wr_id;
@@ -203,6 +229,9 @@ struct rdma_sq_wc {
 	const char *status_text;  /* ibv_wc_status_str(), static */
 	uint32_t imm;             /* valid for RECV_IMM */
 	uint32_t byte_len;        /* valid for RECV, RECV_IMM and READ */
+	unsigned flags;           /* RDMA_SQ_WC_* */
+	uint32_t inv_rkey;        /* with RDMA_SQ_WC_INVALIDATED: the rkey of
+				     the window the peer invalidated */
 };
 
 /* Take up to max completions. Returns how many (0 when none), or a negative
@@ -219,5 +248,85 @@ int rdma_sq_wait(struct rdma_sq_node *node, int timeout_ms);
 
 /* The reason peer was marked dead (empty when alive). */
 const char *rdma_sq_peer_error(const struct rdma_sq_node *node, uint32_t peer);
+
+/* The node's registration cache for foreign memory (for statistics,
+ * regcache_invalidate() and regcache_sync()). Never NULL for a created
+ * node; owned by the node. */
+struct regcache *rdma_sq_regcache(struct rdma_sq_node *node);
+
+/*
+ * Use-once regions: a large point-to-point transfer from foreign memory.
+ * The owner opens a region over exactly [ptr, ptr + len) and sends its
+ * {address, rkey, length} (wire extension WIRE_EXT_USE_ONCE); the peer
+ * RDMA-reads it and answers. Two ways to do it, and the region says which
+ * one ran:
+ *
+ *  WINDOW        a type-2 memory window bound (on the peer's queue pair)
+ *                over the range of a cached registration, readable only by
+ *                that queue pair. The peer answers with rdma_sq_send_inv(),
+ *                which invalidates the window on arrival: the owner makes
+ *                no call before the rkey is dead.
+ *  REGISTRATION  where the device has no type-2 windows (or the caller
+ *                asks for it): a registration of its own over the range,
+ *                never cached. The peer answers with a plain SEND and the
+ *                owner deregisters it in rdma_sq_use_once_close(): the rkey
+ *                dies then.
+ */
+struct rdma_sq_use_once;
+
+enum rdma_sq_use_once_path {
+	RDMA_SQ_USE_ONCE_WINDOW = 1,
+	RDMA_SQ_USE_ONCE_REGISTRATION = 2,
+};
+
+/* rdma_sq_use_once_open flags */
+#define RDMA_SQ_USE_ONCE_NO_WINDOW 0x1u /* take the registration path */
+
+struct rdma_sq_use_once_stats {
+	uint64_t windows;              /* regions opened with a window */
+	uint64_t registrations;        /* regions opened with a registration */
+	uint64_t remote_invalidations; /* windows the peer invalidated */
+	uint64_t local_invalidations;  /* windows closed without the peer's
+					  invalidation (peer failed) */
+};
+
+/* Open a use-once region over [ptr, ptr + len) readable by `peer`. On the
+ * WINDOW path a signaled bind request is posted to peer's queue pair with
+ * `wr_id` (its completion has opcode RDMA_SQ_OP_BIND_MW); a message sent to
+ * the same peer afterwards is ordered after the bind. On the REGISTRATION
+ * path nothing is posted. The memory must stay untouched until close.
+ * Returns 0 with *out set, or a negative errno with err filled. */
+int rdma_sq_use_once_open(struct rdma_sq_node *node, uint32_t peer,
+			  const void *ptr, size_t len, unsigned flags,
+			  uint64_t wr_id, struct rdma_sq_use_once **out,
+			  struct squall_error *err);
+
+/* What to send the peer: address, rkey and length of the region. */
+uint64_t rdma_sq_use_once_addr(const struct rdma_sq_use_once *uo);
+uint32_t rdma_sq_use_once_rkey(const struct rdma_sq_use_once *uo);
+uint64_t rdma_sq_use_once_len(const struct rdma_sq_use_once *uo);
+
+/* Which path the region took. */
+enum rdma_sq_use_once_path rdma_sq_use_once_path(const struct rdma_sq_use_once *uo);
+const char *rdma_sq_use_once_path_name(enum rdma_sq_use_once_path path);
+
+/* Why the node does not use windows ("" when it does). */
+const char *rdma_sq_use_once_why_not_window(const struct rdma_sq_node *node);
+
+/* Close the region once the peer has answered (`answer` is the receive
+ * completion of its answer) or is gone (answer NULL). On the WINDOW path
+ * the answer must carry RDMA_SQ_WC_INVALIDATED with this region's rkey;
+ * without it the window is invalidated here. On the REGISTRATION path the
+ * registration is deregistered here. Frees uo either way. Returns 0, or
+ * -EPROTO when an answer did not invalidate this region's window (the
+ * window is dead all the same), or a verbs error. */
+int rdma_sq_use_once_close(struct rdma_sq_node *node,
+			   struct rdma_sq_use_once *uo,
+			   const struct rdma_sq_wc *answer,
+			   struct squall_error *err);
+
+/* A copy of the node's use-once counters. */
+void rdma_sq_use_once_stats(const struct rdma_sq_node *node,
+			    struct rdma_sq_use_once_stats *out);
 
 #endif /* SQUALL_RDMA_H */

@@ -87,7 +87,11 @@ enum wire_ext_type {
 #define WIRE_EXT_TARGET_LEN 24u   /* u32 purpose, u64 addr, u32 rkey, u64 len */
 
 /* A use-once region: the receiver may RDMA-read [addr, addr + len) with
- * rkey exactly once; its SEND_WITH_INV answer kills the key. */
+ * rkey exactly once; its SEND_WITH_INV answer kills the key. When the
+ * P2P message has WIRE_P2P_REGISTRATION set, the key is a registration
+ * (the sender's device has no type-2 windows): the receiver answers with a
+ * plain SEND and the sender deregisters it. */
+#define WIRE_P2P_REGISTRATION 0x1u /* flag of WIRE_MSG_P2P */
 struct wire_use_once {
 	uint64_t addr;
 	uint32_t rkey;

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# bench/regcache_rdma.sh: the registration cache on real verbs, two members
+# on the Soft-RoCE device, in the same run:
+#  - miss: regcache_get() of new memory through the node's cache against a
+#    bare ibv_reg_mr of the same size, and a hit on it afterwards;
+#  - send from foreign memory: round trip of a SEND straight from malloc'd
+#    memory (lkey from a cache hit) against memcpy into the region + SEND,
+#    by size, each answered by a 64-byte SEND.
+# Medians of ITERS repetitions. Under TCG absolute times mean little:
+# compare the columns of one run.
+# squall-bench: vm 2
+set -euo pipefail
+BUILD=${BUILD:-build}
+prog="$BUILD/bench/regcache_rdma"
+ITERS=${ITERS:-21}
+[ -x "$prog" ] || { echo "missing $prog: build first" >&2; exit 1; }
+out=$(mktemp -d /tmp/squall-bench-regcache.XXXXXX)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT INT TERM
+"$prog" --id 2 --port 7720 >"$out/2.out" 2>"$out/2.err" & pids+=($!)
+"$prog" --id 1 --port 7720 --iters "$ITERS" >"$out/1.out" 2>"$out/1.err" & pids+=($!)
+for p in "${pids[@]}"; do
+    wait "$p" || { echo "a member failed:" >&2; cat "$out"/*.err >&2; exit 1; }
+done
+pids=()
+printf '%-10s %14s %14s %10s\n' size cache_miss_us ibv_reg_mr_us hit_ns
+sed -n 's/^miss size=\([0-9]*\) cache_us=\([0-9.]*\) reg_mr_us=\([0-9.]*\) hit_ns=\([0-9]*\)/\1 \2 \3 \4/p' "$out/1.out" |
+    while read -r s a b h; do printf '%-10s %14s %14s %10s\n' "$s" "$a" "$b" "$h"; done
+echo
+printf '%-10s %16s %12s\n' size zero_copy_rtt_us copy_rtt_us
+sed -n 's/^send size=\([0-9]*\) zero_copy_us=\([0-9.]*\) copy_us=\([0-9.]*\)/\1 \2 \3/p' "$out/1.out" |
+    while read -r s a b; do printf '%-10s %16s %12s\n' "$s" "$a" "$b"; done
+echo "(medians of $ITERS; miss = regcache_get of freshly mapped, faulted-in memory; rtt = SEND + 64-byte answer)"
+miss1m=$(sed -n 's/^miss size=1048576 cache_us=\([0-9.]*\) reg_mr_us=\([0-9.]*\).*/\1 \2/p' "$out/1.out")
+# the smallest size from which the zero-copy send is no slower than the copy
+# at every larger size measured
+cross=$(sed -n 's/^send size=\([0-9]*\) zero_copy_us=\([0-9.]*\) copy_us=\([0-9.]*\)/\1 \2 \3/p' "$out/1.out" |
+    awk '{ s[NR] = $1; w[NR] = $2 <= $3 } END { c = "none"; for (i = NR; i >= 1 && w[i]; i--) c = s[i]; print c }')
+zc1m=$(sed -n 's/^send size=1048576 zero_copy_us=\([0-9.]*\) copy_us=\([0-9.]*\)/\1 \2/p' "$out/1.out")
+rm -rf "$out"
+echo "SUMMARY regcache_rdma miss_us_1m=${miss1m% *} reg_mr_us_1m=${miss1m#* } zero_copy_rtt_us_1m=${zc1m% *} copy_rtt_us_1m=${zc1m#* } zero_copy_wins_from=$cross"
