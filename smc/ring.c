@@ -223,15 +223,6 @@ int smc_ring_rx_accept(struct smc_ring_rx *rx, uint32_t imm,
 
 bool smc_ring_rx_release(struct smc_ring_rx *rx, uint64_t rec)
 {
-	uint64_t before = rx->released_rec;
-
-	assert(rec >= rx->released_rec && rec < rx->next_rec);
-	assert(!rx->released[rec % rx->g.window]);
-	rx->released[rec % rx->g.window] = 1;
-	while (rx->released_rec < rx->next_rec &&
-	       rx->released[rx->released_rec % rx->g.window]) {
-		rx->released[rx->released_rec % rx->g.window] = 0;
-		rx->released_rec++;
-	}
-	return rx->released_rec != before;
+	return smc_release_mark(rx->released, rx->g.window, &rx->released_rec,
+				rx->next_rec, rec);
 }

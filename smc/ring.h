@@ -172,6 +172,26 @@ static inline uint32_t smc_imm_first16(uint32_t imm)
 int smc_ring_geom_init(struct smc_ring_geom *g, uint32_t window,
 		       uint32_t max_payload);
 
+/* Mark record rec released in flags (window entries, index rec % window)
+ * and advance *prefix over the released run; records at or past `limit`
+ * do not exist yet. Releases may come in any order. Returns true when
+ * *prefix moved. */
+static inline bool smc_release_mark(uint8_t *flags, uint32_t window,
+				    uint64_t *prefix, uint64_t limit,
+				    uint64_t rec)
+{
+	uint64_t before = *prefix;
+
+	assert(rec >= *prefix && rec < limit);
+	assert(!flags[rec % window]);
+	flags[rec % window] = 1;
+	while (*prefix < limit && flags[*prefix % window]) {
+		flags[*prefix % window] = 0;
+		(*prefix)++;
+	}
+	return *prefix != before;
+}
+
 /* ---- sender side ---------------------------------------------------- */
 
 /* One reserved record, kept until every receiver has released it. */
