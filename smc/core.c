@@ -320,6 +320,45 @@ out:
 	return r;
 }
 
+/* Milliseconds left until deadline, at least 1 (0 means "never wait"). */
+static int ms_left(const struct timespec *deadline)
+{
+	struct timespec now;
+	int64_t ms;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	ms = (deadline->tv_sec - now.tv_sec) * 1000 +
+	     (deadline->tv_nsec - now.tv_nsec) / 1000000;
+	return ms < 1 ? 1 : ms > INT32_MAX ? INT32_MAX : (int)ms;
+}
+
+int smc_core_send_copy(struct smc_core *c, const void *src, uint32_t len,
+		       int timeout_ms)
+{
+	struct timespec deadline;
+	void *buf, *cookie;
+	int r;
+
+	if (len > c->g.max_payload)
+		return -EMSGSIZE;
+	if (len == 0)
+		return smc_core_send(c, NULL, 0, NULL, timeout_ms, false);
+	if (!c->ops.lease)
+		return -ENOTSUP;
+	if (timeout_ms > 0)
+		deadline_after(&deadline, timeout_ms);
+	r = c->ops.lease(c->ctx, len, timeout_ms, &buf, &cookie);
+	if (r)
+		return r;
+	memcpy(buf, src, len);
+	r = smc_core_send(c, buf, len, cookie,
+			  timeout_ms > 0 ? ms_left(&deadline) : timeout_ms,
+			  true);
+	if (r)
+		c->ops.payload_done(c->ctx, cookie);
+	return r;
+}
+
 /* Record rec of sender s is done with here. Called with the lock held. */
 static void release_rec(struct smc_core *c, uint32_t s, uint64_t rec)
 {

@@ -41,6 +41,13 @@ struct smc_core_ops {
 	 * write from it completed and this member delivered and released
 	 * it. */
 	void (*payload_done)(void *ctx, void *cookie);
+	/* Copy path: lease len (>= 1) bytes in the registered region for a
+	 * payload that lives outside it, waiting at most timeout_ms (< 0:
+	 * as long as it takes, 0: not at all). Fill *ptr and *cookie; the
+	 * lease comes back through payload_done. Return 0 or a negative
+	 * errno (-ENOMEM: no room). NULL: the core has no copy path. */
+	int (*lease)(void *ctx, uint32_t len, int timeout_ms, void **ptr,
+		     void **cookie);
 };
 
 struct smc_core_params {
@@ -84,6 +91,15 @@ const struct smc_ring_geom *smc_core_geom(const struct smc_core *c);
  * thread: from an upcall use timeout 0. */
 int smc_core_send(struct smc_core *c, const void *payload, uint32_t len,
 		  void *cookie, int timeout_ms, bool copied);
+
+/* Send len bytes from memory outside the region: lease a buffer through
+ * ops->lease, copy the payload into it (counted in sends_copied and
+ * payload_copies) and send it as smc_core_send() does; timeout_ms bounds
+ * the wait for the lease and then for the slot. Returns what
+ * smc_core_send() returns, the lease's error, or -ENOTSUP without a copy
+ * path. On failure the lease has been given back. */
+int smc_core_send_copy(struct smc_core *c, const void *src, uint32_t len,
+		       int timeout_ms);
 
 /* Give back a slot an upcall kept. */
 void smc_core_release(struct smc_core *c, const struct smc_msg *m);
