@@ -144,7 +144,8 @@ void smc_core_destroy(struct smc_core *c)
 		struct smc_tx_slot *s = smc_ring_tx_slot(&c->tx, rec);
 
 		if (s->cookie)
-			c->ops.payload_done(c->ctx, s->cookie);
+			c->ops.payload_done(c->ctx, s->cookie, s->payload,
+					    s->len);
 	}
 	smc_order_fini(&c->order);
 	smc_flow_fini(&c->flow);
@@ -180,7 +181,8 @@ static void update_tx(struct smc_core *c)
 							 c->returned_rec);
 
 		if (s->cookie) {
-			c->ops.payload_done(c->ctx, s->cookie);
+			c->ops.payload_done(c->ctx, s->cookie, s->payload,
+					    s->len);
 			c->st.leases_returned++;
 		}
 	}
@@ -228,8 +230,9 @@ static int post_pending(struct smc_core *c)
 	return 0;
 }
 
-/* Reserve a record and enter it in the order as this member's own. Called
- * with the lock held. */
+/* Reserve a record, let the caller commit to it (messages with a cookie)
+ * and enter it in the order as this member's own. Called with the lock
+ * held. */
 static int64_t reserve_own(struct smc_core *c, const void *payload,
 			   uint32_t len, uint16_t nrounds, uint16_t flags,
 			   void *cookie)
@@ -241,6 +244,13 @@ static int64_t reserve_own(struct smc_core *c, const void *payload,
 
 	if (rec < 0)
 		return rec;
+	if (cookie && c->ops.commit) {
+		r = c->ops.commit(c->ctx, cookie, payload, len);
+		if (r) {
+			smc_ring_tx_unreserve(&c->tx, (uint64_t)rec);
+			return r;
+		}
+	}
 	s = smc_ring_tx_slot(&c->tx, (uint64_t)rec);
 	r = smc_order_push(&c->order, c->p.me,
 			   &(struct smc_order_rec){
@@ -288,8 +298,12 @@ int smc_core_send(struct smc_core *c, const void *payload, uint32_t len,
 			goto out;
 		}
 		rec = reserve_own(c, len ? payload : NULL, len, 1, 0, cookie);
-		if (rec != -EAGAIN)
+		if (rec >= 0)
 			break;
+		if (rec != -EAGAIN) {
+			r = (int)rec; /* the commit refused */
+			goto out;
+		}
 		if (timeout_ms == 0) {
 			c->st.send_eagain++;
 			r = -EAGAIN;
@@ -343,7 +357,7 @@ int smc_core_send_copy(struct smc_core *c, const void *src, uint32_t len,
 		return -EMSGSIZE;
 	if (len == 0)
 		return smc_core_send(c, NULL, 0, NULL, timeout_ms, false);
-	if (!c->ops.lease)
+	if (!c->ops.lease || !c->ops.unlease)
 		return -ENOTSUP;
 	if (timeout_ms > 0)
 		deadline_after(&deadline, timeout_ms);
@@ -355,7 +369,7 @@ int smc_core_send_copy(struct smc_core *c, const void *src, uint32_t len,
 			  timeout_ms > 0 ? ms_left(&deadline) : timeout_ms,
 			  true);
 	if (r)
-		c->ops.payload_done(c->ctx, cookie);
+		c->ops.unlease(c->ctx, cookie, buf, len);
 	return r;
 }
 

@@ -37,10 +37,18 @@ struct smc_core_ops {
 	 * one member complete in the order they were posted; report each
 	 * with smc_core_on_write_done(). */
 	int (*post_write)(void *ctx, uint32_t dest, const struct smc_write *w);
-	/* The payload sent with `cookie` is no longer read by SMC: every
-	 * write from it completed and this member delivered and released
-	 * it. */
-	void (*payload_done)(void *ctx, void *cookie);
+	/* The payload sent with `cookie` (at payload, len bytes) is no
+	 * longer read by SMC: every write from it completed and this member
+	 * delivered and released it. */
+	void (*payload_done)(void *ctx, void *cookie, const void *payload,
+			     uint32_t len);
+	/* Optional: a send got its slot; take the payload from the caller
+	 * (e.g. mark the lease submitted). Runs under the core's lock before
+	 * anything can read the payload; on failure the slot is taken back
+	 * and the send fails with that error, the payload still the
+	 * caller's. */
+	int (*commit)(void *ctx, void *cookie, const void *payload,
+		      uint32_t len);
 	/* Copy path: lease len (>= 1) bytes in the registered region for a
 	 * payload that lives outside it, waiting at most timeout_ms (< 0:
 	 * as long as it takes, 0: not at all). Fill *ptr and *cookie; the
@@ -48,6 +56,8 @@ struct smc_core_ops {
 	 * errno (-ENOMEM: no room). NULL: the core has no copy path. */
 	int (*lease)(void *ctx, uint32_t len, int timeout_ms, void **ptr,
 		     void **cookie);
+	/* Give back a lease from `lease` that was never sent. */
+	void (*unlease)(void *ctx, void *cookie, void *ptr, uint32_t len);
 };
 
 struct smc_core_params {
@@ -97,7 +107,7 @@ int smc_core_send(struct smc_core *c, const void *payload, uint32_t len,
  * payload_copies) and send it as smc_core_send() does; timeout_ms bounds
  * the wait for the lease and then for the slot. Returns what
  * smc_core_send() returns, the lease's error, or -ENOTSUP without a copy
- * path. On failure the lease has been given back. */
+ * path. On failure the lease has been given back through unlease. */
 int smc_core_send_copy(struct smc_core *c, const void *src, uint32_t len,
 		       int timeout_ms);
 

@@ -78,6 +78,7 @@ int64_t smc_ring_tx_reserve(struct smc_ring_tx *tx, const void *payload,
 	s = &tx->slots[rec % tx->g.window];
 	*s = (struct smc_tx_slot){
 		.voff = start,
+		.prev_head = tx->head_v,
 		.round = tx->next_round,
 		.len = len,
 		.nrounds = nrounds,
@@ -90,6 +91,16 @@ int64_t smc_ring_tx_reserve(struct smc_ring_tx *tx, const void *payload,
 	tx->next_round += nrounds;
 	tx->head_v = end;
 	return (int64_t)rec;
+}
+
+void smc_ring_tx_unreserve(struct smc_ring_tx *tx, uint64_t rec)
+{
+	struct smc_tx_slot *s = smc_ring_tx_slot(tx, rec);
+
+	assert(rec + 1 == tx->next_rec && rec >= tx->posted_rec);
+	tx->next_rec--;
+	tx->next_round -= s->nrounds;
+	tx->head_v = s->prev_head;
 }
 
 /* Pad bytes after a record's payload up to the next record. */

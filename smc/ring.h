@@ -197,6 +197,7 @@ static inline bool smc_release_mark(uint8_t *flags, uint32_t window,
 /* One reserved record, kept until every receiver has released it. */
 struct smc_tx_slot {
 	uint64_t voff;       /* virtual offset of the record */
+	uint64_t prev_head;  /* head_v before it was reserved */
 	uint64_t round;      /* first round */
 	uint32_t len;        /* payload bytes */
 	uint16_t nrounds;
@@ -254,6 +255,10 @@ void smc_ring_tx_init(struct smc_ring_tx *tx, const struct smc_ring_geom *g,
 int64_t smc_ring_tx_reserve(struct smc_ring_tx *tx, const void *payload,
 			    uint32_t len, uint16_t nrounds, uint16_t flags,
 			    void *cookie);
+
+/* Take back record rec, the last one reserved and not yet planned: its
+ * sender could not commit to it after all. */
+void smc_ring_tx_unreserve(struct smc_ring_tx *tx, uint64_t rec);
 
 /* Plan the next write: the longest run of reserved, unposted records that
  * are contiguous in the ring and fit max_sge entries. Marks them posted.
