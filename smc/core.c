@@ -31,24 +31,24 @@ struct smc_core {
 
 	pthread_mutex_t lock;
 	pthread_cond_t space; /* signalled when slots free up or on error */
-	int error;            /* sticky: a write could not be posted */
+	int error;	      /* sticky: a write could not be posted */
 
 	/* Sending side. */
 	struct smc_ring_tx tx;
 	struct smc_tx_slot *tx_slots;
 	struct smc_flow flow;
-	uint32_t *inflight;    /* [n] writes posted to j, not completed */
-	uint64_t returned_rec; /* payloads below it were handed back */
-	uint8_t *own_rel;      /* [window] own records released locally */
-	uint64_t own_released; /* prefix of them */
+	uint32_t *inflight;	   /* [n] writes posted to j, not completed */
+	uint64_t returned_rec;	   /* payloads below it were handed back */
+	uint8_t *own_rel;	   /* [window] own records released locally */
+	uint64_t own_released;	   /* prefix of them */
 	uint64_t sends_since_pass; /* real sends since the last progress pass */
 
 	/* Receiving side. */
-	struct smc_ring_rx *rx; /* [n], rx[me] unused */
-	uint8_t *rx_rel;        /* [n * window] */
+	struct smc_ring_rx *rx;	   /* [n], rx[me] unused */
+	uint8_t *rx_rel;	   /* [n * window] */
 	struct smc_rx_rec *rxrecs; /* [window] scratch for one run */
 	struct smc_order order;
-	uint64_t *scratch;      /* [n * n] counters with my own row fresh */
+	uint64_t *scratch; /* [n * n] counters with my own row fresh */
 	struct smc_order_event ev[SMC_CORE_BATCH];
 	bool kept[SMC_CORE_BATCH];
 	bool row_dirty;
@@ -177,8 +177,8 @@ static void update_tx(struct smc_core *c)
 	if (done > c->tx.posted_rec)
 		done = c->tx.posted_rec;
 	for (; c->returned_rec < done; c->returned_rec++) {
-		struct smc_tx_slot *s = smc_ring_tx_slot(&c->tx,
-							 c->returned_rec);
+		struct smc_tx_slot *s =
+		    smc_ring_tx_slot(&c->tx, c->returned_rec);
 
 		if (s->cookie) {
 			c->ops.payload_done(c->ctx, s->cookie, s->payload,
@@ -237,8 +237,8 @@ static int64_t reserve_own(struct smc_core *c, const void *payload,
 			   uint32_t len, uint16_t nrounds, uint16_t flags,
 			   void *cookie)
 {
-	int64_t rec = smc_ring_tx_reserve(&c->tx, payload, len, nrounds, flags,
-					  cookie);
+	int64_t rec =
+	    smc_ring_tx_reserve(&c->tx, payload, len, nrounds, flags, cookie);
 	struct smc_tx_slot *s;
 	int r;
 
@@ -254,12 +254,12 @@ static int64_t reserve_own(struct smc_core *c, const void *payload,
 	s = smc_ring_tx_slot(&c->tx, (uint64_t)rec);
 	r = smc_order_push(&c->order, c->p.me,
 			   &(struct smc_order_rec){
-				   .rec = (uint64_t)rec,
-				   .round = s->round,
-				   .len = len,
-				   .nrounds = nrounds,
-				   .flags = flags,
-				   .data = payload,
+			       .rec = (uint64_t)rec,
+			       .round = s->round,
+			       .len = len,
+			       .nrounds = nrounds,
+			       .flags = flags,
+			       .data = payload,
 			   });
 	/* The window bounds unpassed own records as it bounds the ring. */
 	assert(r == 0);
@@ -414,12 +414,12 @@ int smc_core_on_recv(struct smc_core *c, uint32_t sender, uint32_t imm)
 
 		r = smc_order_push(&c->order, sender,
 				   &(struct smc_order_rec){
-					   .rec = x->rec,
-					   .round = x->round,
-					   .len = x->len,
-					   .nrounds = x->nrounds,
-					   .flags = x->flags,
-					   .data = x->data,
+				       .rec = x->rec,
+				       .round = x->round,
+				       .len = x->len,
+				       .nrounds = x->nrounds,
+				       .flags = x->flags,
+				       .data = x->data,
 				   });
 		/* accept() checked the window, which bounds the queue. */
 		assert(r == 0);
@@ -430,8 +430,7 @@ out:
 	return r;
 }
 
-void smc_core_on_write_done(struct smc_core *c, uint32_t dest,
-			    uint64_t end_rec)
+void smc_core_on_write_done(struct smc_core *c, uint32_t dest, uint64_t end_rec)
 {
 	pthread_mutex_lock(&c->lock);
 	assert(dest != c->p.me && c->inflight[dest] > 0);
@@ -454,8 +453,8 @@ static void send_nulls(struct smc_core *c)
 		return;
 	k = smc_order_null_rounds(mine, n, c->p.me);
 	while (k > 0) {
-		uint16_t chunk = k > SMC_NULL_MAX_ROUNDS ? SMC_NULL_MAX_ROUNDS
-							 : (uint16_t)k;
+		uint16_t chunk =
+		    k > SMC_NULL_MAX_ROUNDS ? SMC_NULL_MAX_ROUNDS : (uint16_t)k;
 
 		if (reserve_own(c, NULL, 0, chunk, SMC_REC_NULL, NULL) < 0)
 			break;
@@ -474,7 +473,7 @@ static void load_counters(struct smc_core *c, const uint64_t *recv)
 	memcpy(c->scratch, recv, (size_t)n * n * sizeof(*recv));
 	for (uint32_t s = 0; s < n; s++)
 		c->scratch[(size_t)c->p.me * n + s] =
-			smc_order_received(&c->order, s);
+		    smc_order_received(&c->order, s);
 }
 
 /* Run the upcalls of one batch without the lock. */
@@ -490,12 +489,12 @@ static uint32_t run_upcalls(struct smc_core *c, uint32_t got)
 		if (e->rec.flags & SMC_REC_NULL)
 			continue;
 		m = (struct smc_msg){
-			.sender = e->sender,
-			.seq = e->seq,
-			.index = e->rec.round,
-			.data = e->rec.data,
-			.len = e->rec.len,
-			.slot = e->rec.rec,
+		    .sender = e->sender,
+		    .seq = e->seq,
+		    .index = e->rec.round,
+		    .data = e->rec.data,
+		    .len = e->rec.len,
+		    .slot = e->rec.rec,
 		};
 		c->kept[i] = c->p.deliver(c->p.deliver_arg, &m);
 		msgs++;
@@ -517,8 +516,8 @@ int smc_core_progress(struct smc_core *c, const uint64_t *recv,
 	}
 	for (uint32_t j = 0; j < n; j++)
 		if (j != c->p.me)
-			smc_flow_set_released(&c->flow, j,
-					      released[(size_t)j * n + c->p.me]);
+			smc_flow_set_released(
+			    &c->flow, j, released[(size_t)j * n + c->p.me]);
 	update_tx(c);
 	load_counters(c, recv);
 	frontier = smc_order_frontier(c->scratch, n);
@@ -560,8 +559,8 @@ bool smc_core_take_row(struct smc_core *c, uint64_t *received,
 	pthread_mutex_lock(&c->lock);
 	for (uint32_t s = 0; s < c->p.nmembers; s++) {
 		received[s] = smc_order_received(&c->order, s);
-		released[s] = s == c->p.me ? c->own_released
-					   : c->rx[s].released_rec;
+		released[s] =
+		    s == c->p.me ? c->own_released : c->rx[s].released_rec;
 	}
 	changed = c->row_dirty;
 	c->row_dirty = false;

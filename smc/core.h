@@ -62,7 +62,7 @@ struct smc_core_ops {
 
 struct smc_core_params {
 	uint32_t nmembers;
-	uint32_t me;           /* this member's index */
+	uint32_t me;	       /* this member's index */
 	uint32_t window;       /* slots per sender ring */
 	uint32_t max_payload;  /* bytes */
 	uint32_t max_sge;      /* device limit for one write (>= 2) */

@@ -16,8 +16,8 @@
 #include <stdint.h>
 
 struct smc_flow {
-	uint32_t n;          /* members */
-	uint32_t me;         /* the sender */
+	uint32_t n;	     /* members */
+	uint32_t me;	     /* the sender */
 	uint64_t *released;  /* [n]: records member j has released */
 	uint64_t *completed; /* [n]: records whose write to j completed
 				(entry me: unused, kept at UINT64_MAX) */

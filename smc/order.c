@@ -99,9 +99,9 @@ uint32_t smc_order_collect(struct smc_order *o, uint64_t frontier,
 			/* Last round of the record: report and pop it. A
 			 * message has exactly one round. */
 			out[nout++] = (struct smc_order_event){
-				.sender = s,
-				.seq = o->next_seq,
-				.rec = *r,
+			    .sender = s,
+			    .seq = o->next_seq,
+			    .rec = *r,
 			};
 			if (!(r->flags & SMC_REC_NULL))
 				o->delivered++;

@@ -25,11 +25,11 @@
 
 /* A record as the order engine keeps it until its last round is passed. */
 struct smc_order_rec {
-	uint64_t rec;     /* the record's number in its sender's ring */
-	uint64_t round;   /* first round it covers */
-	uint32_t len;     /* payload bytes */
+	uint64_t rec;	  /* the record's number in its sender's ring */
+	uint64_t round;	  /* first round it covers */
+	uint32_t len;	  /* payload bytes */
 	uint16_t nrounds; /* rounds covered (1 for a message) */
-	uint16_t flags;   /* SMC_REC_NULL for a null record */
+	uint16_t flags;	  /* SMC_REC_NULL for a null record */
 	const void *data; /* payload (ring slot, or the sender's own lease) */
 };
 
@@ -44,15 +44,15 @@ struct smc_order_event {
 
 struct smc_order_queue {
 	struct smc_order_rec *e; /* cap entries */
-	uint64_t head;           /* next to pass */
-	uint64_t tail;           /* next free */
-	uint64_t next_round;     /* rounds pushed so far */
-	uint64_t head_round;     /* rounds of the head record passed so far */
+	uint64_t head;		 /* next to pass */
+	uint64_t tail;		 /* next free */
+	uint64_t next_round;	 /* rounds pushed so far */
+	uint64_t head_round;	 /* rounds of the head record passed so far */
 };
 
 struct smc_order {
-	uint32_t n;         /* members, all of them senders */
-	uint32_t cap;       /* records held per sender at most */
+	uint32_t n;	    /* members, all of them senders */
+	uint32_t cap;	    /* records held per sender at most */
 	uint64_t next_seq;  /* next position to pass */
 	uint64_t delivered; /* messages handed out (not counting nulls) */
 	struct smc_order_queue *q;
@@ -71,8 +71,7 @@ int smc_order_push(struct smc_order *o, uint32_t s,
 
 /* Rounds of sender s held locally so far: what this member publishes as
  * received[s]. */
-static inline uint64_t smc_order_received(const struct smc_order *o,
-					  uint32_t s)
+static inline uint64_t smc_order_received(const struct smc_order *o, uint32_t s)
 {
 	return o->q[s].next_round;
 }

@@ -77,14 +77,14 @@ int64_t smc_ring_tx_reserve(struct smc_ring_tx *tx, const void *payload,
 	rec = tx->next_rec++;
 	s = &tx->slots[rec % tx->g.window];
 	*s = (struct smc_tx_slot){
-		.voff = start,
-		.prev_head = tx->head_v,
-		.round = tx->next_round,
-		.len = len,
-		.nrounds = nrounds,
-		.flags = flags,
-		.payload = payload,
-		.cookie = cookie,
+	    .voff = start,
+	    .prev_head = tx->head_v,
+	    .round = tx->next_round,
+	    .len = len,
+	    .nrounds = nrounds,
+	    .flags = flags,
+	    .payload = payload,
+	    .cookie = cookie,
 	};
 	smc_rec_hdr_encode(tx_hdr_cell(tx, rec) + SMC_HDR_CELL_PAD,
 			   tx->next_round, len, nrounds, flags);
@@ -216,12 +216,12 @@ int smc_ring_rx_accept(struct smc_ring_rx *rx, uint32_t imm,
 		    ((h.flags & SMC_REC_NULL) ? h.len != 0 : h.nrounds != 1))
 			return -EPROTO;
 		out[i] = (struct smc_rx_rec){
-			.rec = rx->next_rec + i,
-			.round = h.round,
-			.len = h.len,
-			.nrounds = h.nrounds,
-			.flags = h.flags,
-			.data = p + SMC_REC_HDR_SIZE,
+		    .rec = rx->next_rec + i,
+		    .round = h.round,
+		    .len = h.len,
+		    .nrounds = h.nrounds,
+		    .flags = h.flags,
+		    .data = p + SMC_REC_HDR_SIZE,
 		};
 		round += h.nrounds;
 		v += smc_rec_bytes(h.len);

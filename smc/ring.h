@@ -59,12 +59,12 @@
 #include <stdint.h>
 #include <string.h>
 
-#define SMC_REC_ALIGN 8u
+#define SMC_REC_ALIGN	 8u
 #define SMC_REC_HDR_SIZE 16u
 /* A header cell in the sender's header area: 8 bytes of padding room in
  * front of the 16-byte header, so that the padding of the previous record in
  * the same write and this header are one scatter/gather entry. */
-#define SMC_HDR_CELL 24u
+#define SMC_HDR_CELL	 24u
 #define SMC_HDR_CELL_PAD 8u
 
 /* Record flags. */
@@ -76,7 +76,7 @@
 /* The immediate of an SMC write: tag(4) | records in the run(12) |
  * low 16 bits of the first record number(16). The tag lets the transport
  * share a receive CQ with other users of WRITE_WITH_IMM. */
-#define SMC_IMM_TAG 0x5u
+#define SMC_IMM_TAG	 0x5u
 #define SMC_IMM_MAX_RECS 4095u
 
 /* Largest scatter/gather list a write plan uses (rxe allows 32; mlx5 30;
@@ -85,10 +85,10 @@
 
 /* The header as it sits in the ring (little-endian on the wire). */
 struct smc_rec_hdr {
-	uint64_t round;   /* first round (per-sender index) it covers */
-	uint32_t len;     /* payload bytes, 0 for a null record */
+	uint64_t round;	  /* first round (per-sender index) it covers */
+	uint32_t len;	  /* payload bytes, 0 for a null record */
 	uint16_t nrounds; /* rounds covered: 1 for a message */
-	uint16_t flags;   /* SMC_REC_* */
+	uint16_t flags;	  /* SMC_REC_* */
 };
 _Static_assert(sizeof(struct smc_rec_hdr) == SMC_REC_HDR_SIZE,
 	       "ring header is 16 bytes");
@@ -98,7 +98,7 @@ struct smc_ring_geom {
 	uint32_t window;      /* records a ring holds at most */
 	uint32_t max_payload; /* bytes */
 	uint64_t stride;      /* largest record: header + padded max_payload */
-	uint64_t cap;         /* ring bytes: (window + 1) * stride */
+	uint64_t cap;	      /* ring bytes: (window + 1) * stride */
 };
 
 static inline uint64_t smc_align8(uint64_t x)
@@ -115,8 +115,7 @@ static inline uint64_t smc_rec_bytes(uint32_t len)
 /* Where the record that follows virtual offset v starts: v itself, or the
  * start of the next lap when the room left before the end could not hold
  * the largest record. */
-static inline uint64_t smc_ring_place(const struct smc_ring_geom *g,
-				      uint64_t v)
+static inline uint64_t smc_ring_place(const struct smc_ring_geom *g, uint64_t v)
 {
 	uint64_t room = g->cap - v % g->cap;
 
@@ -128,10 +127,10 @@ static inline void smc_rec_hdr_encode(void *dst, uint64_t round, uint32_t len,
 				      uint16_t nrounds, uint16_t flags)
 {
 	struct smc_rec_hdr h = {
-		.round = htole64(round),
-		.len = htole32(len),
-		.nrounds = htole16(nrounds),
-		.flags = htole16(flags),
+	    .round = htole64(round),
+	    .len = htole32(len),
+	    .nrounds = htole16(nrounds),
+	    .flags = htole16(flags),
 	};
 	memcpy(dst, &h, sizeof(h));
 }
@@ -196,30 +195,30 @@ static inline bool smc_release_mark(uint8_t *flags, uint32_t window,
 
 /* One reserved record, kept until every receiver has released it. */
 struct smc_tx_slot {
-	uint64_t voff;       /* virtual offset of the record */
-	uint64_t prev_head;  /* head_v before it was reserved */
-	uint64_t round;      /* first round */
-	uint32_t len;        /* payload bytes */
+	uint64_t voff;	    /* virtual offset of the record */
+	uint64_t prev_head; /* head_v before it was reserved */
+	uint64_t round;	    /* first round */
+	uint32_t len;	    /* payload bytes */
 	uint16_t nrounds;
 	uint16_t flags;
 	const void *payload; /* in the region; NULL for a null record */
-	void *cookie;        /* the caller's handle (the lease), opaque */
+	void *cookie;	     /* the caller's handle (the lease), opaque */
 };
 
 struct smc_ring_tx {
 	struct smc_ring_geom g;
-	uint8_t *hdr_area;        /* window * SMC_HDR_CELL bytes, registered */
+	uint8_t *hdr_area;	   /* window * SMC_HDR_CELL bytes, registered */
 	struct smc_tx_slot *slots; /* window entries, index rec % window */
-	uint64_t next_rec;        /* records reserved so far */
-	uint64_t next_round;      /* rounds covered so far */
-	uint64_t head_v;          /* virtual end of the last reserved record */
-	uint64_t posted_rec;      /* records handed to write plans */
-	uint64_t released_rec;    /* records released by every receiver */
+	uint64_t next_rec;	   /* records reserved so far */
+	uint64_t next_round;	   /* rounds covered so far */
+	uint64_t head_v;	   /* virtual end of the last reserved record */
+	uint64_t posted_rec;	   /* records handed to write plans */
+	uint64_t released_rec;	   /* records released by every receiver */
 };
 
 /* One piece of a write's scatter/gather list. */
 enum smc_sge_kind {
-	SMC_SGE_HDR,     /* from the header area (hdr_area's lkey) */
+	SMC_SGE_HDR,	 /* from the header area (hdr_area's lkey) */
 	SMC_SGE_PAYLOAD, /* from a payload (its lease's lkey) */
 };
 
@@ -235,9 +234,9 @@ struct smc_sge {
 struct smc_write {
 	uint64_t first_rec;
 	uint32_t nrec;
-	uint32_t imm;        /* host order; the transport applies htonl */
+	uint32_t imm;	     /* host order; the transport applies htonl */
 	uint64_t remote_off; /* byte offset inside the sender's ring */
-	uint64_t bytes;      /* total of the scatter/gather list */
+	uint64_t bytes;	     /* total of the scatter/gather list */
 	uint32_t nsge;
 	struct smc_sge sge[SMC_MAX_SGE];
 };
@@ -286,8 +285,8 @@ static inline struct smc_tx_slot *smc_ring_tx_slot(struct smc_ring_tx *tx,
 
 /* One received record, as found in the ring. */
 struct smc_rx_rec {
-	uint64_t rec;     /* record number (per sender) */
-	uint64_t round;   /* first round */
+	uint64_t rec;	/* record number (per sender) */
+	uint64_t round; /* first round */
 	uint32_t len;
 	uint16_t nrounds;
 	uint16_t flags;
@@ -299,7 +298,7 @@ struct smc_ring_rx {
 	const uint8_t *base;   /* the sender's ring in my region, cap bytes */
 	uint64_t next_rec;     /* records received */
 	uint64_t next_round;   /* rounds received: what I publish in the SST */
-	uint64_t v;            /* virtual offset where the next record goes */
+	uint64_t v;	       /* virtual offset where the next record goes */
 	uint64_t released_rec; /* prefix of released records: published too */
 	uint8_t *released;     /* window flags, index rec % window */
 };

@@ -29,13 +29,13 @@
  * until smc_release() is called with it. */
 struct smc_msg {
 	uint32_t sender;  /* member index of the sender */
-	uint64_t seq;     /* position in the total order, the same on every
+	uint64_t seq;	  /* position in the total order, the same on every
 			     member: round * nmembers + sender. Increasing,
 			     with gaps where null messages were. */
-	uint64_t index;   /* the sender's round of this message (seq / n) */
+	uint64_t index;	  /* the sender's round of this message (seq / n) */
 	const void *data; /* the payload, in place */
 	size_t len;
-	uint64_t slot;    /* identifies the slot for smc_release() */
+	uint64_t slot; /* identifies the slot for smc_release() */
 };
 
 /* The delivery upcall, run by the member's progress thread, in the total
@@ -45,20 +45,20 @@ typedef bool (*smc_deliver_fn)(void *arg, const struct smc_msg *m);
 
 /* What a member's SMC has done, for tools and tests. */
 struct smc_stats {
-	uint64_t sends;           /* messages sent (zero-copy and copied) */
-	uint64_t sends_copied;    /* of which took the copy path */
-	uint64_t payload_copies;  /* payload memcpy()s by SMC on send */
-	uint64_t bytes_sent;      /* payload bytes sent */
-	uint64_t send_waits;      /* sends that waited for a free slot */
-	uint64_t send_eagain;     /* non-blocking sends refused: window full */
-	uint64_t null_records;    /* null records sent */
-	uint64_t null_rounds;     /* rounds those records covered */
-	uint64_t writes;          /* RDMA writes posted (one per receiver) */
-	uint64_t records_written; /* records those writes carried */
-	uint64_t delivered;       /* messages delivered (upcalls) */
+	uint64_t sends;		   /* messages sent (zero-copy and copied) */
+	uint64_t sends_copied;	   /* of which took the copy path */
+	uint64_t payload_copies;   /* payload memcpy()s by SMC on send */
+	uint64_t bytes_sent;	   /* payload bytes sent */
+	uint64_t send_waits;	   /* sends that waited for a free slot */
+	uint64_t send_eagain;	   /* non-blocking sends refused: window full */
+	uint64_t null_records;	   /* null records sent */
+	uint64_t null_rounds;	   /* rounds those records covered */
+	uint64_t writes;	   /* RDMA writes posted (one per receiver) */
+	uint64_t records_written;  /* records those writes carried */
+	uint64_t delivered;	   /* messages delivered (upcalls) */
 	uint64_t delivery_batches; /* progress passes that delivered */
-	uint64_t kept;            /* slots the upcall kept */
-	uint64_t leases_returned; /* sent payloads handed back */
+	uint64_t kept;		   /* slots the upcall kept */
+	uint64_t leases_returned;  /* sent payloads handed back */
 };
 
 #endif /* SQUALL_SMC_H */

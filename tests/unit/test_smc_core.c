@@ -195,11 +195,11 @@ static int sim_commit(void *ctx, void *cookie, const void *payload,
 }
 
 static const struct smc_core_ops sim_ops = {
-	.post_write = sim_post,
-	.payload_done = sim_payload_done,
-	.lease = sim_lease,
-	.unlease = sim_unlease,
-	.commit = sim_commit,
+    .post_write = sim_post,
+    .payload_done = sim_payload_done,
+    .lease = sim_lease,
+    .unlease = sim_unlease,
+    .commit = sim_commit,
 };
 
 static bool sim_deliver(void *arg, const struct smc_msg *msg)
@@ -218,7 +218,7 @@ static bool sim_deliver(void *arg, const struct smc_msg *msg)
 	m->delivered++;
 	if (m->hold && m->nheld < 256) {
 		m->held[m->nheld++] =
-			(struct held_msg){*msg, sum_of(p, msg->len)};
+		    (struct held_msg){*msg, sum_of(p, msg->len)};
 		return true;
 	}
 	return false;
@@ -234,14 +234,14 @@ static void sim_init(struct sim *sim, uint32_t n, uint32_t window,
 	for (uint32_t j = 0; j < n; j++) {
 		struct member *m = &sim->m[j];
 		struct smc_core_params p = {
-			.nmembers = n,
-			.me = j,
-			.window = window,
-			.max_payload = maxp,
-			.max_sge = max_sge,
-			.max_inflight = inflight,
-			.deliver = sim_deliver,
-			.deliver_arg = m,
+		    .nmembers = n,
+		    .me = j,
+		    .window = window,
+		    .max_payload = maxp,
+		    .max_sge = max_sge,
+		    .max_inflight = inflight,
+		    .deliver = sim_deliver,
+		    .deliver_arg = m,
 		};
 		struct smc_ring_geom g;
 
@@ -254,10 +254,10 @@ static void sim_init(struct sim *sim, uint32_t n, uint32_t window,
 			m->rings[s] = malloc(g.cap);
 			memset(m->rings[s], 0x5a, g.cap);
 		}
-		assert_int_equal(smc_core_create(&p, &sim_ops, m, m->hdr,
-						 (const uint8_t *const *)m->rings,
-						 &m->c),
-				 0);
+		assert_int_equal(
+		    smc_core_create(&p, &sim_ops, m, m->hdr,
+				    (const uint8_t *const *)m->rings, &m->c),
+		    0);
 	}
 }
 
@@ -502,7 +502,8 @@ static void test_one_sender_nulls(void **state)
 	assert_true(st1.null_records > 0 && st2.null_records > 0);
 	assert_int_equal(st1.sends, 0);
 	/* Batched: far fewer null records than rounds they covered. */
-	assert_true(st1.null_rounds >= 1999 && st1.null_records < st1.null_rounds);
+	assert_true(st1.null_rounds >= 1999 &&
+		    st1.null_records < st1.null_rounds);
 	sim_fini(&sim);
 }
 
@@ -704,13 +705,13 @@ static void test_single_member(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_all_send),
-		cmocka_unit_test(test_one_sender_nulls),
-		cmocka_unit_test(test_holding_receiver),
-		cmocka_unit_test(test_blocking_and_timeout),
-		cmocka_unit_test(test_copy_path),
-		cmocka_unit_test(test_commit_refused),
-		cmocka_unit_test(test_single_member),
+	    cmocka_unit_test(test_all_send),
+	    cmocka_unit_test(test_one_sender_nulls),
+	    cmocka_unit_test(test_holding_receiver),
+	    cmocka_unit_test(test_blocking_and_timeout),
+	    cmocka_unit_test(test_copy_path),
+	    cmocka_unit_test(test_commit_refused),
+	    cmocka_unit_test(test_single_member),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -21,14 +21,15 @@
 
 static struct smc_order_rec msg(uint64_t rec, uint64_t round)
 {
-	return (struct smc_order_rec){.rec = rec, .round = round,
-				      .len = 1, .nrounds = 1};
+	return (struct smc_order_rec){
+	    .rec = rec, .round = round, .len = 1, .nrounds = 1};
 }
 
 static struct smc_order_rec null_rec(uint64_t rec, uint64_t round,
 				     uint16_t nrounds)
 {
-	return (struct smc_order_rec){.rec = rec, .round = round,
+	return (struct smc_order_rec){.rec = rec,
+				      .round = round,
 				      .nrounds = nrounds,
 				      .flags = SMC_REC_NULL};
 }
@@ -69,11 +70,15 @@ static void test_round_robin(void **state)
 	/* Arrival order does not matter, only positions do. */
 	for (int s = 2; s >= 0; s--)
 		for (int r = 0; r < 2; r++)
-			assert_int_equal(smc_order_push(&o, s, &(struct smc_order_rec){
-				.rec = r, .round = r, .len = 10 * s + r,
-				.nrounds = 1}), 0);
-	assert_int_equal(smc_order_collect(&o, smc_order_frontier(full, 3), ev,
-					   16), 6);
+			assert_int_equal(smc_order_push(&o, s,
+							&(struct smc_order_rec){
+							    .rec = r,
+							    .round = r,
+							    .len = 10 * s + r,
+							    .nrounds = 1}),
+					 0);
+	assert_int_equal(
+	    smc_order_collect(&o, smc_order_frontier(full, 3), ev, 16), 6);
 	for (int i = 0; i < 6; i++) {
 		assert_int_equal(ev[i].seq, i);
 		assert_int_equal(ev[i].sender, i % 3);
@@ -198,14 +203,15 @@ static void test_wrap_and_batches(void **state)
 		}
 		recv[0] = recv[2] = rounds[0];
 		recv[1] = recv[3] = rounds[1];
-		uint32_t got = smc_order_collect(&o, smc_order_frontier(recv, 2),
-						 ev, 5);
+		uint32_t got =
+		    smc_order_collect(&o, smc_order_frontier(recv, 2), ev, 5);
 		assert_true(got > 0);
 		for (uint32_t i = 0; i < got; i++) {
 			assert_true(ev[i].seq >= next_seq);
 			assert_int_equal(ev[i].seq % 2, ev[i].sender);
-			assert_int_equal(ev[i].seq / 2,
-					 ev[i].rec.round + ev[i].rec.nrounds - 1);
+			assert_int_equal(ev[i].seq / 2, ev[i].rec.round +
+							    ev[i].rec.nrounds -
+							    1);
 			next_seq = ev[i].seq + 1;
 		}
 	}
@@ -219,7 +225,7 @@ static void test_wrap_and_batches(void **state)
  * interleaving and sees the others' counters late by a random amount (as
  * SST pushes arrive). Every member must deliver the identical sequence.
  */
-#define SIM_N 3
+#define SIM_N	 3
 #define SIM_RECS 3000
 
 struct stream {
@@ -275,18 +281,18 @@ static void test_members_agree(void **state)
 
 		busy = false;
 		/* Member j receives a few records of sender s. */
-		for (int i = rand_r(&seed) % 4; i > 0 && pushed[j][s] < SIM_RECS;
-		     i--)
-			assert_int_equal(smc_order_push(&o[j], s,
-							&st[s].r[pushed[j][s]++]),
-					 0);
+		for (int i = rand_r(&seed) % 4;
+		     i > 0 && pushed[j][s] < SIM_RECS; i--)
+			assert_int_equal(
+			    smc_order_push(&o[j], s, &st[s].r[pushed[j][s]++]),
+			    0);
 		/* j publishes its own row at once; k's row reaches j late. */
 		for (int t = 0; t < SIM_N; t++) {
 			seen[j][j * SIM_N + t] = smc_order_received(&o[j], t);
 			seen[j][k * SIM_N + t] = smc_order_received(&o[k], t);
 		}
 		uint32_t got = smc_order_collect(
-			&o[j], smc_order_frontier(seen[j], SIM_N), ev, 7);
+		    &o[j], smc_order_frontier(seen[j], SIM_N), ev, 7);
 		for (uint32_t i = 0; i < got; i++) {
 			if (ev[i].rec.flags & SMC_REC_NULL)
 				continue;
@@ -304,17 +310,20 @@ static void test_members_agree(void **state)
 				for (int b = 0; b < SIM_N; b++)
 					for (int t = 0; t < SIM_N; t++)
 						seen[a][b * SIM_N + t] =
-							smc_order_received(&o[b], t);
+						    smc_order_received(&o[b],
+								       t);
 				while ((got = smc_order_collect(
-						&o[a],
-						smc_order_frontier(seen[a], SIM_N),
-						ev, 7)) > 0)
+					    &o[a],
+					    smc_order_frontier(seen[a], SIM_N),
+					    ev, 7)) > 0)
 					for (uint32_t i = 0; i < got; i++) {
-						if (ev[i].rec.flags & SMC_REC_NULL)
+						if (ev[i].rec.flags &
+						    SMC_REC_NULL)
 							continue;
-						hash[a] = hash_step(hash[a], ev[i].seq);
 						hash[a] = hash_step(hash[a],
-								    ev[i].rec.len);
+								    ev[i].seq);
+						hash[a] = hash_step(
+						    hash[a], ev[i].rec.len);
 						count[a]++;
 					}
 			}
@@ -339,12 +348,12 @@ static void test_members_agree(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_frontier_recorded),
-		cmocka_unit_test(test_round_robin),
-		cmocka_unit_test(test_push_errors),
-		cmocka_unit_test(test_idle_senders_nulls),
-		cmocka_unit_test(test_wrap_and_batches),
-		cmocka_unit_test(test_members_agree),
+	    cmocka_unit_test(test_frontier_recorded),
+	    cmocka_unit_test(test_round_robin),
+	    cmocka_unit_test(test_push_errors),
+	    cmocka_unit_test(test_idle_senders_nulls),
+	    cmocka_unit_test(test_wrap_and_batches),
+	    cmocka_unit_test(test_members_agree),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

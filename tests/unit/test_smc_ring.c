@@ -135,8 +135,8 @@ static void test_plan_one_run(void **state)
 	memset(c, 'c', sizeof(c));
 	assert_int_equal(smc_ring_tx_reserve(&p.tx, a, 64, 1, 0, NULL), 0);
 	assert_int_equal(smc_ring_tx_reserve(&p.tx, b, 5, 1, 0, NULL), 1);
-	assert_int_equal(smc_ring_tx_reserve(&p.tx, NULL, 0, 3, SMC_REC_NULL,
-					     NULL), 2);
+	assert_int_equal(
+	    smc_ring_tx_reserve(&p.tx, NULL, 0, 3, SMC_REC_NULL, NULL), 2);
 	assert_int_equal(smc_ring_tx_reserve(&p.tx, c, 100, 1, 0, NULL), 3);
 	assert_int_equal(p.tx.next_round, 6);
 
@@ -152,7 +152,7 @@ static void test_plan_one_run(void **state)
 	assert_int_equal(w.sge[2].len, 16); /* 64 needs no padding */
 	assert_ptr_equal(w.sge[3].addr, b);
 	assert_int_equal(w.sge[4].len, 16 + 3); /* b's 3 padding bytes */
-	assert_int_equal(w.sge[5].len, 16);     /* the null had none */
+	assert_int_equal(w.sge[5].len, 16);	/* the null had none */
 	assert_ptr_equal(w.sge[6].addr, c);
 	assert_int_equal(w.bytes, 80 + 24 + 16 + 116);
 	assert_int_equal(w.imm, smc_imm_encode(4, 0));
@@ -183,8 +183,8 @@ static void test_plan_sge_limit(void **state)
 	(void)state;
 	pair_init(&p, 16, 64);
 	for (int i = 0; i < 10; i++)
-		assert_int_equal(smc_ring_tx_reserve(&p.tx, buf, 16, 1, 0, NULL),
-				 i);
+		assert_int_equal(
+		    smc_ring_tx_reserve(&p.tx, buf, 16, 1, 0, NULL), i);
 	assert_true(smc_ring_tx_plan(&p.tx, 5, &w));
 	assert_int_equal(w.nrec, 2);
 	assert_int_equal(w.nsge, 4);
@@ -209,8 +209,8 @@ static void test_reserve_limits(void **state)
 	assert_int_equal(smc_ring_tx_reserve(&p.tx, buf, 65, 1, 0, NULL),
 			 -EMSGSIZE);
 	for (int i = 0; i < 3; i++)
-		assert_int_equal(smc_ring_tx_reserve(&p.tx, buf, 64, 1, 0, NULL),
-				 i);
+		assert_int_equal(
+		    smc_ring_tx_reserve(&p.tx, buf, 64, 1, 0, NULL), i);
 	assert_int_equal(smc_ring_tx_free_slots(&p.tx), 0);
 	assert_int_equal(smc_ring_tx_reserve(&p.tx, buf, 1, 1, 0, NULL),
 			 -EAGAIN);
@@ -319,13 +319,13 @@ static void test_rx_protocol_errors(void **state)
 	assert_int_equal(smc_ring_rx_accept(&p.rx, w.imm, out, 8), -EPROTO);
 	assert_int_equal(p.rx.next_rec, 0);
 	place(&p, &w);
-	assert_int_equal(smc_ring_rx_accept(&p.rx, smc_imm_encode(2, 5), out,
-					     8), -EPROTO);
+	assert_int_equal(
+	    smc_ring_rx_accept(&p.rx, smc_imm_encode(2, 5), out, 8), -EPROTO);
 	assert_int_equal(smc_ring_rx_accept(&p.rx, 0x12345678, out, 8),
 			 -EPROTO);
 	/* More records than the window allows. */
-	assert_int_equal(smc_ring_rx_accept(&p.rx, smc_imm_encode(5, 0), out,
-					     8), -EPROTO);
+	assert_int_equal(
+	    smc_ring_rx_accept(&p.rx, smc_imm_encode(5, 0), out, 8), -EPROTO);
 	assert_int_equal(p.rx.next_rec, 0);
 	assert_int_equal(smc_ring_rx_accept(&p.rx, w.imm, out, 8), 2);
 	assert_int_equal(p.rx.next_round, 2);
@@ -406,8 +406,8 @@ static void test_many_laps(void **state)
 			if (smc_ring_tx_free_slots(&p.tx) == 0)
 				break;
 			memset(buf, fill_of(sent), maxp);
-			r = smc_ring_tx_reserve(&p.tx, len ? buf : NULL, len,
-						1, 0, NULL);
+			r = smc_ring_tx_reserve(&p.tx, len ? buf : NULL, len, 1,
+						0, NULL);
 			if (r == -EAGAIN)
 				break;
 			assert_int_equal(r, (int64_t)sent);
@@ -430,8 +430,8 @@ static void test_many_laps(void **state)
 				/* Hold one in four for a while. */
 				if (rand_r(&seed) % 4 == 0 && nheld < 16) {
 					held[nheld++] = (struct held){
-						got, out[i].data, out[i].len,
-						fill_of(got)};
+					    got, out[i].data, out[i].len,
+					    fill_of(got)};
 				} else {
 					smc_ring_rx_release(&p.rx, got);
 				}
@@ -452,7 +452,7 @@ static void test_many_laps(void **state)
 	}
 	assert_int_equal(p.rx.next_round, LAPS_MSGS);
 	assert_true(p.tx.head_v > 10 * p.g.cap); /* it did wrap, often */
-	assert_true(writes < LAPS_MSGS);          /* runs were batched */
+	assert_true(writes < LAPS_MSGS);	 /* runs were batched */
 	(void)nsge_total;
 	free(src);
 	pair_fini(&p);
@@ -488,17 +488,17 @@ static void test_flow(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_geom),
-		cmocka_unit_test(test_hdr_and_imm_codec),
-		cmocka_unit_test(test_plan_one_run),
-		cmocka_unit_test(test_plan_sge_limit),
-		cmocka_unit_test(test_reserve_limits),
-		cmocka_unit_test(test_wrap_rule),
-		cmocka_unit_test(test_run_ends_at_ring_end),
-		cmocka_unit_test(test_rx_protocol_errors),
-		cmocka_unit_test(test_rx_release_prefix),
-		cmocka_unit_test(test_many_laps),
-		cmocka_unit_test(test_flow),
+	    cmocka_unit_test(test_geom),
+	    cmocka_unit_test(test_hdr_and_imm_codec),
+	    cmocka_unit_test(test_plan_one_run),
+	    cmocka_unit_test(test_plan_sge_limit),
+	    cmocka_unit_test(test_reserve_limits),
+	    cmocka_unit_test(test_wrap_rule),
+	    cmocka_unit_test(test_run_ends_at_ring_end),
+	    cmocka_unit_test(test_rx_protocol_errors),
+	    cmocka_unit_test(test_rx_release_prefix),
+	    cmocka_unit_test(test_many_laps),
+	    cmocka_unit_test(test_flow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
