@@ -664,7 +664,6 @@ static void test_commit_refused(void **state)
 	struct sim sim;
 	uint8_t bad[4] = {0xff, 1, 2, 3};
 	struct smc_stats st;
-	int r;
 
 	(void)state;
 	sim_init(&sim, 3, 4, 64, 16, 2);
@@ -675,7 +674,8 @@ static void test_commit_refused(void **state)
 	for (int i = 1; i < 40; i++) {
 		if (i % 3 == 0)
 			sim_drain(&sim);
-		r = smc_core_send(sim.m[0].c, bad, 4, bad, 0, false);
+		int r = smc_core_send(sim.m[0].c, bad, 4, bad, 0, false);
+
 		assert_true(r == -EBUSY || r == -EAGAIN);
 		while (sim_try_send(&sim, 0) == -EAGAIN)
 			sim_drain(&sim);
