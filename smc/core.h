@@ -1,0 +1,144 @@
+/*
+ * smc/core.h - one member's SMC engine, independent of how bytes move.
+ *
+ * The core owns the member's sending ring state, the receiving state of
+ * every other sender's ring in this member's region, the order engine and
+ * the flow accounting. A transport drives it:
+ *   - it gives the core a header area and the ring memory (carved from the
+ *     registered region), and two operations: post one write to a member,
+ *     and hand back a payload SMC no longer needs;
+ *   - its progress thread reports completions (a run arrived from a sender,
+ *     a write to a member completed) and calls smc_core_progress() with the
+ *     SST's view of every member's counters, then publishes the member's
+ *     own row when smc_core_take_row() says it changed.
+ * Application threads call smc_core_send() and smc_core_release().
+ *
+ * Locking: one mutex per core. Upcalls run without it, on the progress
+ * thread, so an upcall may call smc_core_release() or a non-blocking send.
+ */
+#ifndef SQUALL_SMC_CORE_H
+#define SQUALL_SMC_CORE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <squall/smc.h>
+
+#include "smc/ring.h"
+
+struct smc_core;
+
+struct smc_core_ops {
+	/* Post w as one signalled RDMA WRITE_WITH_IMM (immediate w->imm,
+	 * network order on the wire) to member dest, at w->remote_off inside
+	 * dest's ring for this member's messages. Entries of kind
+	 * SMC_SGE_HDR lie in the header area, SMC_SGE_PAYLOAD in payloads
+	 * given to smc_core_send(). Return 0 or a negative errno. Writes to
+	 * one member complete in the order they were posted; report each
+	 * with smc_core_on_write_done(). */
+	int (*post_write)(void *ctx, uint32_t dest, const struct smc_write *w);
+	/* The payload sent with `cookie` (at payload, len bytes) is no
+	 * longer read by SMC: every write from it completed and this member
+	 * delivered and released it. */
+	void (*payload_done)(void *ctx, void *cookie, const void *payload,
+			     uint32_t len);
+	/* Optional: a send got its slot; take the payload from the caller
+	 * (e.g. mark the lease submitted). Runs under the core's lock before
+	 * anything can read the payload; on failure the slot is taken back
+	 * and the send fails with that error, the payload still the
+	 * caller's. */
+	int (*commit)(void *ctx, void *cookie, const void *payload,
+		      uint32_t len);
+	/* Copy path: lease len (>= 1) bytes in the registered region for a
+	 * payload that lives outside it, waiting at most timeout_ms (< 0:
+	 * as long as it takes, 0: not at all). Fill *ptr and *cookie; the
+	 * lease comes back through payload_done. Return 0 or a negative
+	 * errno (-ENOMEM: no room). NULL: the core has no copy path. */
+	int (*lease)(void *ctx, uint32_t len, int timeout_ms, void **ptr,
+		     void **cookie);
+	/* Give back a lease from `lease` that was never sent. */
+	void (*unlease)(void *ctx, void *cookie, void *ptr, uint32_t len);
+};
+
+struct smc_core_params {
+	uint32_t nmembers;
+	uint32_t me;	       /* this member's index */
+	uint32_t window;       /* slots per sender ring */
+	uint32_t max_payload;  /* bytes */
+	uint32_t max_sge;      /* device limit for one write (>= 2) */
+	uint32_t max_inflight; /* writes in flight per member before sends
+				  are left for the next run (>= 1) */
+	smc_deliver_fn deliver;
+	void *deliver_arg;
+};
+
+/* Bytes of the header area the transport must register for the core. */
+size_t smc_core_hdr_area_size(uint32_t window);
+
+/* Create a core. hdr_area: smc_core_hdr_area_size(window) bytes of
+ * registered memory; rings[s]: the ring of sender s in this member's region
+ * (smc_ring_geom cap bytes; rings[me] unused). Returns 0, -EINVAL with a
+ * parameter out of range, or -ENOMEM. */
+int smc_core_create(const struct smc_core_params *p,
+		    const struct smc_core_ops *ops, void *ctx,
+		    uint8_t *hdr_area, const uint8_t *const *rings,
+		    struct smc_core **out);
+
+/* Free the core. Call it only after the transport stopped posting and
+ * polling; payloads still held are handed back through payload_done. */
+void smc_core_destroy(struct smc_core *c);
+
+/* Ring sizes (the same for every sender). */
+const struct smc_ring_geom *smc_core_geom(const struct smc_core *c);
+
+/* Send len bytes at payload (inside the registered region; cookie is
+ * handed to payload_done when SMC is done with it). timeout_ms < 0 waits
+ * for a free slot as long as it takes, 0 never waits, > 0 waits that long.
+ * `copied` only feeds the statistics (the caller copied the payload into
+ * a lease first). Returns 0, -EMSGSIZE (len > max_payload), -EAGAIN
+ * (timeout 0, window full), -ETIMEDOUT, or the error a write failed with
+ * earlier (the core is then unusable). Must not block on the progress
+ * thread: from an upcall use timeout 0. */
+int smc_core_send(struct smc_core *c, const void *payload, uint32_t len,
+		  void *cookie, int timeout_ms, bool copied);
+
+/* Send len bytes from memory outside the region: lease a buffer through
+ * ops->lease, copy the payload into it (counted in sends_copied and
+ * payload_copies) and send it as smc_core_send() does; timeout_ms bounds
+ * the wait for the lease and then for the slot. Returns what
+ * smc_core_send() returns, the lease's error, or -ENOTSUP without a copy
+ * path. On failure the lease has been given back through unlease. */
+int smc_core_send_copy(struct smc_core *c, const void *src, uint32_t len,
+		       int timeout_ms);
+
+/* Give back a slot an upcall kept. */
+void smc_core_release(struct smc_core *c, const struct smc_msg *m);
+
+/* A write with immediate imm from member `sender` completed on this
+ * member's receive queue. Returns 0 or -EPROTO (the run does not continue
+ * the sender's sequence: a broken peer or transport). */
+int smc_core_on_recv(struct smc_core *c, uint32_t sender, uint32_t imm);
+
+/* The writes to member dest carrying records [0, end_rec) completed. */
+void smc_core_on_write_done(struct smc_core *c, uint32_t dest,
+			    uint64_t end_rec);
+
+/* One progress pass: recv is the n x n matrix of received round counts
+ * (row j: member j's SST row), released the n x n matrix of released
+ * record counts (row j, column s: how far member j released sender s's
+ * ring). This member's own rows are taken from the core, not from the
+ * matrices. Delivers every stable message in order (upcalls), sends null
+ * messages when idle and posts waiting runs. Returns the number of
+ * messages delivered, or a negative errno from post_write. */
+int smc_core_progress(struct smc_core *c, const uint64_t *recv,
+		      const uint64_t *released);
+
+/* This member's SST row: received[s] (rounds held of sender s) and
+ * released[s] (records of sender s's ring released here). Returns true
+ * when either changed since the last call. */
+bool smc_core_take_row(struct smc_core *c, uint64_t *received,
+		       uint64_t *released);
+
+void smc_core_stats(struct smc_core *c, struct smc_stats *st);
+
+#endif /* SQUALL_SMC_CORE_H */

@@ -1,0 +1,133 @@
+/*
+ * smc/order.c - stability and round-robin delivery over per-sender queues
+ * of received records.
+ *
+ * The idea: the frontier (first unstable position) is computed from the
+ * counters alone, so members agree on it without talking; passing
+ * positions then walks the round-robin order and pops each sender's head
+ * record once its last round is passed. A null record that covers many
+ * rounds costs one queue entry and is skipped round by round.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <stdlib.h>
+
+#include "smc/order.h"
+#include "smc/ring.h"
+
+int smc_order_init(struct smc_order *o, uint32_t n, uint32_t cap)
+{
+	if (n == 0 || cap == 0)
+		return -EINVAL;
+	o->n = n;
+	o->cap = cap;
+	o->next_seq = 0;
+	o->delivered = 0;
+	o->q = calloc(n, sizeof(*o->q));
+	if (!o->q)
+		return -ENOMEM;
+	for (uint32_t s = 0; s < n; s++) {
+		o->q[s].e = calloc(cap, sizeof(*o->q[s].e));
+		if (!o->q[s].e) {
+			smc_order_fini(o);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void smc_order_fini(struct smc_order *o)
+{
+	if (!o->q)
+		return;
+	for (uint32_t s = 0; s < o->n; s++)
+		free(o->q[s].e);
+	free(o->q);
+	o->q = NULL;
+}
+
+int smc_order_push(struct smc_order *o, uint32_t s,
+		   const struct smc_order_rec *r)
+{
+	struct smc_order_queue *q;
+
+	assert(s < o->n);
+	q = &o->q[s];
+	if (r->round != q->next_round || r->nrounds == 0)
+		return -EPROTO;
+	if (q->tail - q->head == o->cap)
+		return -ENOBUFS;
+	q->e[q->tail++ % o->cap] = *r;
+	q->next_round += r->nrounds;
+	return 0;
+}
+
+uint64_t smc_order_frontier(const uint64_t *recv, uint32_t n)
+{
+	uint64_t frontier = UINT64_MAX;
+
+	for (uint32_t s = 0; s < n; s++) {
+		uint64_t stable = UINT64_MAX, pos;
+
+		for (uint32_t j = 0; j < n; j++)
+			if (recv[(size_t)j * n + s] < stable)
+				stable = recv[(size_t)j * n + s];
+		/* Sender s's first unstable position is round `stable`. */
+		pos = stable * n + s;
+		if (pos < frontier)
+			frontier = pos;
+	}
+	return frontier;
+}
+
+uint32_t smc_order_collect(struct smc_order *o, uint64_t frontier,
+			   struct smc_order_event *out, uint32_t max)
+{
+	uint32_t nout = 0;
+
+	while (o->next_seq < frontier && nout < max) {
+		uint32_t s = (uint32_t)(o->next_seq % o->n);
+		uint64_t round = o->next_seq / o->n;
+		struct smc_order_queue *q = &o->q[s];
+		struct smc_order_rec *r;
+
+		/* The frontier counts this member's own row: it holds it. */
+		assert(q->head < q->tail);
+		r = &q->e[q->head % o->cap];
+		assert(r->round + q->head_round == round);
+		if (++q->head_round == r->nrounds) {
+			/* Last round of the record: report and pop it. A
+			 * message has exactly one round. */
+			out[nout++] = (struct smc_order_event){
+			    .sender = s,
+			    .seq = o->next_seq,
+			    .rec = *r,
+			};
+			if (!(r->flags & SMC_REC_NULL))
+				o->delivered++;
+			q->head++;
+			q->head_round = 0;
+		}
+		o->next_seq++;
+	}
+	return nout;
+}
+
+uint64_t smc_order_null_rounds(const uint64_t *mine, uint32_t n, uint32_t me)
+{
+	uint64_t target = 0;
+
+	for (uint32_t t = 0; t < n; t++) {
+		uint64_t need;
+
+		if (t == me || mine[t] == 0)
+			continue;
+		/* t's last held round is mine[t] - 1 at position
+		 * (mine[t] - 1) * n + t; before it come my rounds up to
+		 * mine[t] - 1 when me < t, up to mine[t] - 2 when me > t. */
+		need = me < t ? mine[t] : mine[t] - 1;
+		if (need > target)
+			target = need;
+	}
+	return target > mine[me] ? target - mine[me] : 0;
+}

@@ -1,0 +1,98 @@
+/*
+ * smc/order.h - the delivery rule: which received messages are stable and
+ * in which order every member delivers them.
+ *
+ * Each sender numbers its rounds 0, 1, 2, ...; a record covers one round
+ * (a message) or several (a null record, sent by an idle sender so the
+ * others do not wait for it). The total order is round-robin over the n
+ * senders: the message at round r of sender s has global sequence number
+ * seq = r * n + s. A position is stable when every member has received
+ * that round of that sender. Every member publishes, per sender, how many
+ * rounds it has received (its SST row). From that matrix, the minimum in a
+ * sender's column is the rounds of that sender every member has; the
+ * earliest position over senders not covered that way is the frontier, and
+ * every position before it is stable. Members deliver
+ * the same positions in the same order because the frontier depends only on
+ * counters and the order depends only on positions; null rounds advance the
+ * order without an upcall.
+ */
+#ifndef SQUALL_SMC_ORDER_H
+#define SQUALL_SMC_ORDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* A record as the order engine keeps it until its last round is passed. */
+struct smc_order_rec {
+	uint64_t rec;	  /* the record's number in its sender's ring */
+	uint64_t round;	  /* first round it covers */
+	uint32_t len;	  /* payload bytes */
+	uint16_t nrounds; /* rounds covered (1 for a message) */
+	uint16_t flags;	  /* SMC_REC_NULL for a null record */
+	const void *data; /* payload (ring slot, or the sender's own lease) */
+};
+
+/* One step of delivery, in the total order. A message (flags without
+ * SMC_REC_NULL) is to be handed to the upcall; a null record is reported
+ * once its last round has been passed, so its slot can be released. */
+struct smc_order_event {
+	uint32_t sender;
+	uint64_t seq; /* global position: round * n + sender */
+	struct smc_order_rec rec;
+};
+
+struct smc_order_queue {
+	struct smc_order_rec *e; /* cap entries */
+	uint64_t head;		 /* next to pass */
+	uint64_t tail;		 /* next free */
+	uint64_t next_round;	 /* rounds pushed so far */
+	uint64_t head_round;	 /* rounds of the head record passed so far */
+};
+
+struct smc_order {
+	uint32_t n;	    /* members, all of them senders */
+	uint32_t cap;	    /* records held per sender at most */
+	uint64_t next_seq;  /* next position to pass */
+	uint64_t delivered; /* messages handed out (not counting nulls) */
+	struct smc_order_queue *q;
+};
+
+/* Set up for n senders holding at most cap unpassed records each.
+ * Returns 0, -EINVAL (n or cap 0) or -ENOMEM. */
+int smc_order_init(struct smc_order *o, uint32_t n, uint32_t cap);
+void smc_order_fini(struct smc_order *o);
+
+/* Sender s's next record has arrived locally (or, for the local sender,
+ * was sent). Its round must continue the sender's sequence. Returns 0,
+ * -EPROTO (gap or overlap in rounds) or -ENOBUFS (cap records held). */
+int smc_order_push(struct smc_order *o, uint32_t s,
+		   const struct smc_order_rec *r);
+
+/* Rounds of sender s held locally so far: what this member publishes as
+ * received[s]. */
+static inline uint64_t smc_order_received(const struct smc_order *o, uint32_t s)
+{
+	return o->q[s].next_round;
+}
+
+/* The first position not yet stable, given recv, the n x n matrix of
+ * received round counts (recv[j * n + s]: member j has rounds [0, value) of
+ * sender s). Every position below it is stable. */
+uint64_t smc_order_frontier(const uint64_t *recv, uint32_t n);
+
+/* Pass positions from next_seq up to (not including) frontier, writing at
+ * most max events to out in delivery order. Every position below the
+ * frontier must be held locally (the frontier is a minimum that includes
+ * this member's own row). Returns the number of events. */
+uint32_t smc_order_collect(struct smc_order *o, uint64_t frontier,
+			   struct smc_order_event *out, uint32_t max);
+
+/* How many null rounds sender `me` should send now, when it has nothing
+ * else queued: enough that every round it holds from the others can be
+ * delivered. mine[s] is what this member holds of sender s (mine[me]: the
+ * rounds it has sent). Sender t's round r sits at r * n + t and needs my
+ * rounds up to r when me < t, up to r - 1 when me > t. */
+uint64_t smc_order_null_rounds(const uint64_t *mine, uint32_t n, uint32_t me);
+
+#endif /* SQUALL_SMC_ORDER_H */
