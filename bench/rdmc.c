@@ -40,6 +40,7 @@ struct bench {
 	double sizes[MAXV];
 	unsigned recv[MAXV];
 	unsigned budget_mib;
+	bool leaving;           /* the last message is through: peers may go */
 	/* the current point */
 	uint64_t size;
 	unsigned received, stable, sent;
@@ -107,7 +108,7 @@ static void progress(struct bench *b)
 
 	if (n < 0)
 		die(b, "poll", strerror(-n));
-	for (unsigned q = 0; q < b->cfg.nmembers; q++)
+	for (unsigned q = 0; q < b->cfg.nmembers && !b->leaving; q++)
 		if (q != b->me && !rdma_sq_peer_alive(b->node, b->cfg.members[q].id))
 			die(b, "lost a peer", rdma_sq_peer_error(b->node, b->cfg.members[q].id));
 }
@@ -286,6 +287,9 @@ int main(int argc, char **argv)
 				      (enum rdmc_algorithm)alg, &cb, &all, &err))
 			die(b, "rdmc_group_create", err.msg);
 		point(b, all, n - 1, 4096, 0xffull << 32, false);
+		/* Member 0 leaves once every receiver holds the last message;
+		 * a receiver's own DONE has completed by then. */
+		b->leaving = true;
 		while (!rdmc_engine_idle(b->e))
 			progress(b);
 	}

@@ -244,7 +244,7 @@ static void progress(struct member *mb, double start, const char *what)
 
 	if (n < 0)
 		die(mb, "poll", strerror(-n));
-	for (unsigned q = 0; q < mb->cfg.nmembers; q++)
+	for (unsigned q = 0; q < mb->cfg.nmembers && !mb->bye_stable; q++)
 		if (q != mb->me && !rdma_sq_peer_alive(mb->node, mb->cfg.members[q].id))
 			die(mb, "lost a peer", rdma_sq_peer_error(mb->node, mb->cfg.members[q].id));
 	if (now_ms() - start > mb->timeout_ms) {
