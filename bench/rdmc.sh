@@ -18,6 +18,8 @@ DEV=${SQUALL_BENCH_DEVICE:-rxe0}
 A1=10.77.0.1
 A2=10.77.0.2
 SIZES=${RDMC_BENCH_SIZES:-1,16,64}
+# MiB sent per point (reps = budget / size, 2..50), for RDMC and MPI alike.
+BUDGET=${RDMC_BENCH_BUDGET_MIB:-64}
 OUT=$(mktemp -d /tmp/squall-bench-rdmc.XXXXXX)
 pids=()
 trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done' EXIT INT TERM
@@ -39,12 +41,13 @@ gid_index() {
 }
 
 # ---- RDMC ----
-echo "# rdmc: $BENCH $CFG ID --sizes $SIZES --receivers 1,2,3"
+RARGS="--sizes $SIZES --receivers 1,2,3 --budget-mib $BUDGET"
+echo "# rdmc: $BENCH $CFG ID $RARGS"
 for i in 1 2 3; do
-    "$BENCH" "$CFG" "$i" --sizes "$SIZES" --receivers 1,2,3 >"$OUT/rdmc.$i" 2>&1 &
+    "$BENCH" "$CFG" "$i" $RARGS >"$OUT/rdmc.$i" 2>&1 &
     pids+=($!)
 done
-timeout 1200 "$BENCH" "$CFG" 0 --sizes "$SIZES" --receivers 1,2,3 >"$OUT/rdmc.0" 2>&1 ||
+timeout 1500 "$BENCH" "$CFG" 0 $RARGS >"$OUT/rdmc.0" 2>&1 ||
     { cat "$OUT"/rdmc.*; exit 1; }
 for p in "${pids[@]}"; do wait "$p" || { cat "$OUT"/rdmc.*; exit 1; }; done
 pids=()
@@ -97,7 +100,7 @@ tcp_link=$(awk -v m="$tcp_mbit" 'BEGIN { printf "%.2f", m * 1e6 / 8 / 1048576 }'
 # ---- Open MPI's MPI_Bcast ----
 : >"$OUT/mpi"
 for np in 2 3 4; do
-    cmd="mpirun --allow-run-as-root --oversubscribe -np $np --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include veth0 $MPIB --sizes $SIZES"
+    cmd="mpirun --allow-run-as-root --oversubscribe -np $np --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include veth0 $MPIB --sizes $SIZES --budget-mib $BUDGET"
     echo "# $cmd"
     timeout 900 $cmd >"$OUT/mpi.$np" 2>&1 || { cat "$OUT/mpi.$np"; exit 1; }
     grep '^RESULT' "$OUT/mpi.$np" | tee -a "$OUT/mpi"
