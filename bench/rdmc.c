@@ -41,6 +41,7 @@ struct bench {
 	unsigned recv[MAXV];
 	unsigned budget_mib;
 	bool leaving;           /* the last message is through: peers may go */
+	double t_start;         /* when the program started */
 	/* the current point */
 	uint64_t size;
 	unsigned received, stable, sent;
@@ -149,6 +150,7 @@ static void point(struct bench *b, struct rdmc_group *g, unsigned r,
 
 		if (!report)
 			return;
+		printf("# %.1f s since start\n", now_s() - b->t_start);
 		printf("RESULT receivers=%u size_mib=%g reps=%u ms_per_msg=%.2f "
 		       "aggregate_MBps=%.2f\n", r, size / 1048576.0, reps,
 		       t * 1e3 / reps, (double)r * size * reps / t / 1048576.0);
@@ -205,7 +207,8 @@ int main(int argc, char **argv)
 	void *base;
 	size_t len;
 
-	b->budget_mib = 96;
+	b->t_start = now_s();
+	b->budget_mib = 64;
 	b->nsizes = parse_list("1,16,64", b->sizes, MAXV);
 	b->nrecv = 3;
 	for (unsigned i = 0; i < 3; i++)
@@ -258,8 +261,9 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < b->cfg.nmembers; i++)
 		ids[i] = b->cfg.members[i].id;
 	if (b->me == 0)
-		printf("# rdmc_bench: %s, blocks of %" PRIu64 " bytes, window %u, "
-		       "device %s\n", rdmc_algorithm_name((enum rdmc_algorithm)alg),
+		printf("# set-up (region, connections, registration) took %.1f s\n"
+		       "# rdmc_bench: %s, blocks of %" PRIu64 " bytes, window %u, "
+		       "device %s\n", now_s() - b->t_start, rdmc_algorithm_name((enum rdmc_algorithm)alg),
 		       b->cfg.rdmc_block_size, eo.send_window ? eo.send_window : 8,
 		       rdma_sq_device_name(b->node));
 	for (unsigned i = 0; i < b->nrecv; i++) {
