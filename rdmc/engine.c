@@ -85,6 +85,11 @@ struct xfer {
 	unsigned nanswered, ndone;
 	int fail;               /* first failure reported by a receiver */
 	unsigned fail_member;
+	/* sender, failed with writes still reading its buffer: the sent
+	 * callback waits until they are done */
+	bool owe_sent;
+	int dead_status;
+	char dead_why[200];
 	struct mstate *m;       /* per member index */
 };
 
@@ -385,9 +390,30 @@ static void check_done(struct rdmc_engine *e, struct xfer *x)
 	}
 }
 
+/* A failed transfer with nothing in flight: give its buffer back (or, on
+ * the sender, hand it to the application) and free the slot. */
+static void reap_dead(struct rdmc_engine *e, struct xfer *x)
+{
+	struct rdmc_group *g = x->g;
+	struct buf_desc d = x->buf;
+	uint64_t id = x->msg_id;
+	bool owe = x->owe_sent;
+	int status = x->dead_status;
+	char why[sizeof(x->dead_why)];
+
+	assert(x->role == ROLE_DEAD && x->inflight == 0);
+	memcpy(why, x->dead_why, sizeof(why));
+	if (x->leased)
+		alloc_release(e->a, &x->buf);
+	close_slot(x);
+	if (owe)
+		g->cb.sent(g->cb.arg, g, id, &d, status, why);
+}
+
 /* End a transfer with an error: tell the application, cancel the others'
  * part when this member is the sender, and free the slot once nothing of
- * it is in flight. */
+ * it is in flight (the sender's buffer goes back to the application only
+ * then, since the NIC may still be reading it). */
 static void fail_xfer(struct rdmc_engine *e, struct xfer *x, int status,
 		      const char *why)
 {
@@ -397,21 +423,20 @@ static void fail_xfer(struct rdmc_engine *e, struct xfer *x, int status,
 	if (was == ROLE_DEAD || was == ROLE_FREE)
 		return;
 	x->role = ROLE_DEAD;
+	x->dead_status = status;
+	snprintf(x->dead_why, sizeof(x->dead_why), "%s", why);
 	e->st.transfers_failed++;
 	if (was == ROLE_SEND) {
 		for (unsigned i = 0; i < g->n; i++)
 			if (i != g->me)
 				send_done(e, x, member_id(g, i), RDMC_DONE_ABORT, status);
-		g->cb.sent(g->cb.arg, g, x->msg_id, &x->buf, status, why);
+		x->owe_sent = true;
 	} else if (was == ROLE_RECV && !x->member_done) {
 		g->cb.received(g->cb.arg, g, x->msg_id, member_id(g, x->sender),
 			       NULL, status, why);
 	}
-	if (!x->inflight) {
-		if (x->leased)
-			alloc_release(e->a, &x->buf);
-		close_slot(x);
-	}
+	if (!x->inflight)
+		reap_dead(e, x);
 }
 
 /* ---- events ----------------------------------------------------------------- */
@@ -581,11 +606,8 @@ static void on_block_sent(struct rdmc_engine *e, const struct rdma_sq_wc *wc)
 		e->st.bytes_sent += len;
 	}
 	if (x->role == ROLE_DEAD) {
-		if (!x->inflight) {
-			if (x->leased)
-				alloc_release(e->a, &x->buf);
-			close_slot(x);
-		}
+		if (!x->inflight)
+			reap_dead(e, x);
 		return;
 	}
 	pump(e, x);

@@ -179,9 +179,10 @@ typedef void (*rdmc_received_fn)(void *arg, struct rdmc_group *g,
 				 const char *why);
 /* The sender's transfer is over: status 0 when every receiver holds the
  * message, or a negative errno with why (e.g. -ENOMEM "member 3 could not
- * lease a 67108864-byte buffer"). d is the buffer given to rdmc_send; it
- * is still submitted: give it back with alloc_complete() once done with it
- * (after the sender's own delivery, if any). */
+ * lease a 67108864-byte buffer"); a failed transfer reports only once no
+ * write of it is still reading the buffer. d is the buffer given to
+ * rdmc_send; it is still submitted: give it back with alloc_complete()
+ * once done with it (after the sender's own delivery, if any). */
 typedef void (*rdmc_sent_fn)(void *arg, struct rdmc_group *g, uint64_t msg_id,
 			     const struct buf_desc *d, int status,
 			     const char *why);
