@@ -324,7 +324,8 @@ static void pump(struct rdmc_engine *e, struct xfer *x)
 		ret = rdma_sq_write_imm(e->node, member_id(g, t), &sg, 1,
 					m->addr + off, m->rkey,
 					rdmc_imm_encode(m->slot, op.block),
-					wr_id(WR_BLOCK, block_wr_data(slot_of(e, x), op.block, x->gen)),
+					wr_id(WR_BLOCK, block_wr_data(slot_of(e, x),
+								      op.block, x->gen)),
 					RDMA_SQ_SIGNALED, &err);
 		if (ret == -ENOMEM)
 			return; /* send queue full: a completion will pump again */
@@ -671,13 +672,14 @@ int rdmc_engine_handle_wc(struct rdmc_engine *e, const struct rdma_sq_wc *wc)
 int rdmc_engine_poll(struct rdmc_engine *e, int timeout_ms)
 {
 	struct rdma_sq_wc wc[32];
-	int n, ret;
+	int n;
 
 	if (!e->o.own_recvs)
 		return -EINVAL;
 	n = rdma_sq_poll(e->node, wc, 32);
 	if (n == 0 && timeout_ms != 0) {
-		ret = rdma_sq_wait(e->node, timeout_ms);
+		int ret = rdma_sq_wait(e->node, timeout_ms);
+
 		if (ret == -ETIMEDOUT)
 			return 0;
 		if (ret)
