@@ -90,8 +90,11 @@ done
 echo "# iperf3 -s -B $A2 -1; iperf3 -c $A2 -B $A1 -t 5 -f m"
 iperf3 -s -B $A2 -1 >"$OUT/iperf.s" 2>&1 &
 pids+=($!)
-sleep 1
-iperf3 -c $A2 -B $A1 -t 5 -f m >"$OUT/iperf.c" 2>&1 || { cat "$OUT/iperf.c"; exit 1; }
+tries=0
+until sleep 1 && iperf3 -c $A2 -B $A1 -t 5 -f m >"$OUT/iperf.c" 2>&1; do
+    tries=$((tries + 1))  # the server may take a while to listen in the VM
+    [ $tries -ge 20 ] && { cat "$OUT/iperf.c" "$OUT/iperf.s"; exit 1; }
+done
 wait "${pids[-1]}" || true
 cat "$OUT/iperf.c"
 tcp_mbit=$(awk '/receiver/ { for (i = 1; i < NF; i++) if ($(i + 1) == "Mbits/sec") v = $i } END { print v }' "$OUT/iperf.c")
