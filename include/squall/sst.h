@@ -115,4 +115,136 @@ enum sst_pred_kind {
 typedef bool (*sst_pred_fn)(struct sst *t, void *arg);
 typedef void (*sst_trigger_fn)(struct sst *t, void *arg);
 
+/* ----- The table --------------------------------------------------------- */
+
+struct rdma_sq_node;
+struct group_config;
+
+/* Called on the progress thread once per member the local member comes to
+ * suspect: `rank` (index in the .cfg member list) is suspected, first by
+ * member rank `by` (the local rank when this member detected it itself),
+ * for the reason in `why`. When rank is the local member's own rank, some
+ * peer suspects this member. */
+typedef void (*sst_suspect_fn)(struct sst *t, uint32_t rank, uint32_t by,
+			       const char *why, void *arg);
+
+/* Options for sst_create; zero fields take the defaults. */
+struct sst_options {
+	/* Heartbeat period and suspicion timeout; 0 = the .cfg values
+	 * (sst.heartbeat_ms, sst.suspect_timeout_ms), else 100 and 1000. */
+	uint32_t heartbeat_ms;
+	uint32_t suspect_timeout_ms;
+	/* How long the progress thread keeps polling after the last work
+	 * before it blocks (default 200 us). */
+	uint32_t spin_us;
+	/* Writes to one peer not yet known complete (default 16) and one
+	 * signaled completion every signal_every writes (default 8). The
+	 * node's send queues must hold max_inflight requests. */
+	uint32_t max_inflight;
+	uint32_t signal_every;
+	/* Receives kept posted per peer for the peer's pushes (default 48);
+	 * the node's receive queues must hold as many. */
+	uint32_t recv_depth;
+	sst_suspect_fn on_suspect;
+	void *suspect_arg;
+};
+
+/* Counters of what the table has done, for tools and benchmarks. */
+struct sst_stats {
+	uint64_t pushes;        /* sst_push* calls (heartbeats included) */
+	uint64_t writes;        /* RDMA writes posted */
+	uint64_t merged;        /* push ranges absorbed into a pending write */
+	uint64_t deferred;      /* pushes held back by a full pipeline */
+	uint64_t received;      /* peers' pushes seen (write completions) */
+	uint64_t passes;        /* progress passes */
+	uint64_t fired;         /* triggers run */
+	uint64_t sleeps;        /* times the progress thread blocked */
+	uint64_t heartbeats;    /* own heartbeat advances */
+	uint64_t suspicions;    /* members suspected */
+};
+
+/* Create the member's table over an existing, connected node.
+ * The table takes sst_table_size(layout, cfg->nmembers) bytes at
+ * region + table_offset, inside the node's registered region, and the same
+ * offset in every peer's region holds that peer's copy: the member's row
+ * is written there. The table memory must start zeroed (a fresh region
+ * is), because peers may push into it before this call; only the member's
+ * own row is cleared here. layout and cfg must outlive the table.
+ * Returns 0 with *out set, or a negative errno with err filled. */
+int sst_create(struct rdma_sq_node *node, const struct group_config *cfg,
+	       const struct sst_layout *layout, void *region,
+	       size_t table_offset, const struct sst_options *opt,
+	       struct sst **out, struct squall_error *err);
+
+/* Start the progress thread and push the whole row once, so that peers
+ * see the table fingerprint. */
+int sst_start(struct sst *t, struct squall_error *err);
+
+/* Stop the progress thread and free the table (not its memory). Safe on
+ * NULL. The node must outlive this call. */
+void sst_destroy(struct sst *t);
+
+/* Wait until every peer not suspected has pushed its row with this
+ * table's fingerprint. Returns 0, -ETIMEDOUT, or -EPROTO when a peer's
+ * fingerprint differs (its layout does not match; err names it). */
+int sst_wait_peers(struct sst *t, int timeout_ms, struct squall_error *err);
+
+/* The local member's rank (its index in cfg->members), the number of
+ * members, and the .cfg id of member `rank`. */
+uint32_t sst_my_rank(const struct sst *t);
+uint32_t sst_nmembers(const struct sst *t);
+uint32_t sst_member_id(const struct sst *t, uint32_t rank);
+const struct sst_layout *sst_get_layout(const struct sst *t);
+
+/* Read a scalar column (or element i of an array column) of member rank's
+ * row in the local copy. Each 64-bit word is read whole. */
+uint64_t sst_get(const struct sst *t, uint32_t rank, uint32_t col);
+uint64_t sst_get_elem(const struct sst *t, uint32_t rank, uint32_t col,
+		      uint32_t i);
+
+/* Copy the bytes of an SST_COL_BYTES column of member rank's row (at most
+ * len, returns the count copied). */
+size_t sst_get_bytes(const struct sst *t, uint32_t rank, uint32_t col,
+		     void *dst, size_t len);
+
+/* Write the local member's own row (no push). Each word is stored whole,
+ * so a concurrent RDMA read of the row never sees a torn word. */
+void sst_set(struct sst *t, uint32_t col, uint64_t v);
+void sst_set_elem(struct sst *t, uint32_t col, uint32_t i, uint64_t v);
+int sst_set_bytes(struct sst *t, uint32_t col, const void *src, size_t len);
+
+/* Push the whole row, or columns [first, first + n), to every peer not
+ * suspected, merged with any range still pending for that peer (one
+ * write covers both). Never waits for the network: when a peer's
+ * pipeline is full the range stays pending and the progress thread sends
+ * it when a completion frees room. A peer whose post fails is marked
+ * failed (and suspected by the progress thread); the others still get the
+ * push. Any thread. Returns 0, or -EINVAL for a bad column range. */
+int sst_push(struct sst *t);
+int sst_push_cols(struct sst *t, uint32_t first, uint32_t n);
+
+/* Add columns [first, first + n) to what the next push sends, without
+ * posting anything now. */
+int sst_mark_cols(struct sst *t, uint32_t first, uint32_t n);
+
+/* Register a predicate and its trigger (see sst_pred_kind); it takes part
+ * from the next evaluation pass. Any thread, triggers included. Returns 0
+ * with *id set (id may be NULL), -EINVAL or -ENOMEM. */
+int sst_predicate_add(struct sst *t, enum sst_pred_kind kind,
+		      sst_pred_fn pred, sst_trigger_fn trig, void *arg,
+		      sst_pred_id *id);
+
+/* Remove a predicate. From a trigger, takes effect at once; from another
+ * thread while its trigger runs, waits for the trigger to return. After it
+ * returns, the trigger does not start again. Returns 0, or -ENOENT for an
+ * unknown id or a one-shot that has fired. */
+int sst_predicate_remove(struct sst *t, sst_pred_id id);
+
+/* Whether member rank is suspected by the local member (detected, or
+ * learnt from a peer's row). */
+bool sst_suspected(const struct sst *t, uint32_t rank);
+
+/* A snapshot of the counters. */
+void sst_get_stats(struct sst *t, struct sst_stats *out);
+
 #endif /* SQUALL_SST_H */
