@@ -257,20 +257,70 @@ size_t sst_preds_count(struct sst_preds *e)
 	return n;
 }
 
-void sst_idle_init(struct sst_idle *s, uint64_t spin_ns, uint32_t min_polls,
-		   uint64_t now_ns)
+void sst_idle_init(struct sst_idle *s, uint64_t spin_min_ns,
+		   uint64_t spin_max_ns, uint32_t min_polls,
+		   uint32_t clock_every, uint64_t now_ns)
 {
 	*s = (struct sst_idle){
-		.spin_ns = spin_ns,
+		.spin_min_ns = spin_min_ns,
+		.spin_max_ns = spin_max_ns < spin_min_ns ? spin_min_ns : spin_max_ns,
+		.spin_ns = spin_min_ns,
 		.min_polls = min_polls,
+		.clock_every = clock_every ? clock_every : 1,
 		.state = SST_IDLE_SPIN,
 		.last_work_ns = now_ns,
 	};
 }
 
+bool sst_idle_needs_clock(const struct sst_idle *s, bool work)
+{
+	if (s->after_wake)
+		return true;        /* to time the sleep */
+	if (work)
+		return false;       /* the next idle pass times it */
+	if (s->state == SST_IDLE_ARM || s->last_work_ns == 0)
+		return true;
+	return (s->idle_polls + 1) % s->clock_every == 0;
+}
+
+static uint64_t clamp(uint64_t v, uint64_t lo, uint64_t hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* The first pass after a wait: adapt the window to how long it slept.
+ * A wake-up without work (a timer, the completion of our own write) says
+ * nothing about the traffic: the window stays, and the member re-arms at
+ * once instead of spinning. Returns whether the state is decided. */
+static bool after_wake(struct sst_idle *s, bool work, uint64_t now_ns)
+{
+	uint64_t slept = now_ns > s->block_ns ? now_ns - s->block_ns : 0;
+
+	s->after_wake = false;
+	if (!work) {
+		s->state = SST_IDLE_ARM;
+		s->idle_polls = 0;
+		return true;
+	}
+	if (slept <= s->spin_max_ns) {
+		uint64_t want = clamp(2 * slept, s->spin_min_ns, s->spin_max_ns);
+
+		if (want > s->spin_ns)
+			s->spin_ns = want;
+	} else {
+		/* Sparse traffic, or a long stall: back off gradually, so
+		 * that one stall does not undo what busy traffic set. */
+		s->spin_ns = s->spin_ns / 2 > s->spin_min_ns ?
+			s->spin_ns / 2 : s->spin_min_ns;
+	}
+	return false;
+}
+
 enum sst_idle_action sst_idle_after_pass(struct sst_idle *s, bool work,
 					 uint64_t now_ns)
 {
+	if (s->after_wake && after_wake(s, work, now_ns))
+		return s->state;
 	if (work) {
 		s->state = SST_IDLE_SPIN;
 		s->last_work_ns = now_ns;
@@ -280,13 +330,19 @@ enum sst_idle_action sst_idle_after_pass(struct sst_idle *s, bool work,
 	switch (s->state) {
 	case SST_IDLE_SPIN:
 		s->idle_polls++;
-		if (s->idle_polls >= s->min_polls &&
-		    now_ns - s->last_work_ns >= s->spin_ns)
+		if (!now_ns)
+			break;
+		if (!s->last_work_ns)
+			s->last_work_ns = now_ns;
+		else if (s->idle_polls >= s->min_polls &&
+			 now_ns - s->last_work_ns >= s->spin_ns)
 			s->state = SST_IDLE_ARM;
 		break;
 	case SST_IDLE_ARM:
 		/* The pass after arming saw nothing: safe to sleep. */
+		assert(now_ns);
 		s->state = SST_IDLE_BLOCK;
+		s->block_ns = now_ns;
 		s->blocks++;
 		break;
 	case SST_IDLE_BLOCK:
@@ -297,10 +353,10 @@ enum sst_idle_action sst_idle_after_pass(struct sst_idle *s, bool work,
 	return s->state;
 }
 
-void sst_idle_woken(struct sst_idle *s, uint64_t now_ns)
+void sst_idle_woken(struct sst_idle *s)
 {
 	assert(s->state == SST_IDLE_BLOCK);
 	s->state = SST_IDLE_SPIN;
-	s->last_work_ns = now_ns;
 	s->idle_polls = 0;
+	s->after_wake = true;
 }

@@ -63,12 +63,25 @@ size_t sst_preds_count(struct sst_preds *e);
  * with "did this pass see work" and a clock, so that it is testable.
  *
  * SPIN: poll again at once. After a pass with work the member keeps
- * spinning; once it has seen no work for spin_ns (and at least min_polls
- * passes) it goes to ARM: the caller arms its wake-up sources (completion
- * notification) and runs one more pass, because work that arrived between
- * the last pass and the arming would otherwise be missed. If that pass sees
- * work it is back to SPIN; if not, BLOCK: the caller sleeps in a wait that
- * a completion or a local push ends, and calls sst_idle_woken after it.
+ * spinning; once it has seen no work for the spin window (and at least
+ * min_polls passes) it goes to ARM: the caller arms its wake-up sources and
+ * runs one more pass, because work that arrived between the last pass and
+ * the arming would otherwise be missed. If that pass sees work it is back
+ * to SPIN; if not, BLOCK: the caller sleeps in a wait that a completion or a
+ * local push ends, and calls sst_idle_woken after it.
+ *
+ * The spin window adapts, so that a fixed window shorter than the wake-up
+ * cost cannot make two members that answer each other sleep on every
+ * exchange: when a sleep of d ns ends with work and d is at most spin_max,
+ * the window grows to 2d if that is more (bounded by spin_max); a sleep
+ * that ends with work after longer than spin_max (sparse traffic, or a
+ * stall) halves it, down to spin_min. A wake-up that finds no work (a timer, the completion of the
+ * member's own write) leaves the window alone and re-arms at once instead
+ * of spinning, so an idle member pays one pass per wake-up.
+ *
+ * Reading the clock is not free (a system call on some virtual machines),
+ * so the machine says when it needs one: sst_idle_needs_clock. Passes
+ * without a clock reading pass now = 0.
  */
 enum sst_idle_action {
 	SST_IDLE_SPIN,
@@ -77,22 +90,34 @@ enum sst_idle_action {
 };
 
 struct sst_idle {
-	uint64_t spin_ns;          /* idle time tolerated while spinning */
-	uint32_t min_polls;        /* and idle passes, whichever is later */
+	uint64_t spin_min_ns;
+	uint64_t spin_max_ns;
+	uint64_t spin_ns;          /* the current window */
+	uint32_t min_polls;        /* idle passes before arming, at least */
+	uint32_t clock_every;      /* idle passes between clock readings */
 	enum sst_idle_action state;
-	uint64_t last_work_ns;
+	uint64_t last_work_ns;     /* 0: work seen, not yet timed */
 	uint32_t idle_polls;
+	bool after_wake;           /* the next pass is the first after a wait */
+	uint64_t block_ns;         /* when the last wait began */
 	uint64_t blocks;           /* times the member went to sleep */
 };
 
-void sst_idle_init(struct sst_idle *s, uint64_t spin_ns, uint32_t min_polls,
-		   uint64_t now_ns);
+void sst_idle_init(struct sst_idle *s, uint64_t spin_min_ns,
+		   uint64_t spin_max_ns, uint32_t min_polls,
+		   uint32_t clock_every, uint64_t now_ns);
 
-/* Feed the outcome of one pass; returns what to do next. */
+/* Whether the pass just run (which saw work or not) needs a clock reading
+ * for sst_idle_after_pass. */
+bool sst_idle_needs_clock(const struct sst_idle *s, bool work);
+
+/* Feed the outcome of one pass; now_ns is a clock reading when
+ * sst_idle_needs_clock asked for one, else 0 (or a reading anyway).
+ * Returns what to do next. */
 enum sst_idle_action sst_idle_after_pass(struct sst_idle *s, bool work,
 					 uint64_t now_ns);
 
 /* The caller returns from its blocking wait (woken or timed out). */
-void sst_idle_woken(struct sst_idle *s, uint64_t now_ns);
+void sst_idle_woken(struct sst_idle *s);
 
 #endif /* SQUALL_SST_PREDICATES_H */

@@ -5,20 +5,24 @@
  * A pass takes the completions of the node's queue (a peer's push arrives
  * as a WRITE_WITH_IMM completion; the receive is posted again at once; a
  * completion of one of our signaled writes frees room in that peer's
- * pipeline), advances the heartbeat when its period is due, checks every
- * peer's heartbeat and fingerprint, learns the suspicions in the peers'
- * rows, and evaluates the predicates.
+ * pipeline), checks the peers for failed posts and foreign fingerprints,
+ * learns the suspicions in the peers' rows, sends pending pushes and
+ * evaluates the predicates. Passes that read the clock (it can cost a
+ * system call) also advance the heartbeat when its period is due and check
+ * that every peer's heartbeat keeps changing.
  *
- * Idle policy (sst_idle in predicates.c): while passes see work the thread
- * spins; after spin_us without work it arms (sets `asleep`), runs one more
- * pass, and if that is idle too it blocks in rdma_sq_wait until a
- * completion arrives or the next heartbeat or suspicion deadline is due.
- * Peers' pushes always carry an immediate, so they end the wait. A local
- * push from another thread increments local_pushes and then reads `asleep`;
- * this thread stores `asleep` and then reads local_pushes (both seq_cst),
- * so either it sees the push and stays awake, or the pusher sees it asleep
- * and signals its writes, whose completions end the wait. With no live peer
- * there is no completion to wait for, and the wait is capped at
+ * Idle policy (sst_idle in predicates.c): while passes see work (a peer's
+ * push, a trigger) the thread spins; after the spin window without work it
+ * arms (sets `asleep`), runs one more pass, and if that is idle too it
+ * blocks in rdma_sq_wait until a completion arrives or the next heartbeat
+ * or suspicion deadline is due. Peers' pushes carry an immediate, so they
+ * end the wait; only pure heartbeat pushes do not (push.c), since no
+ * predicate reads the header and heartbeats are checked on our own timer.
+ * A local push from another thread increments local_pushes and then reads
+ * `asleep`; this thread stores `asleep` and then reads local_pushes (both
+ * seq_cst), so either it sees the push and stays awake, or the pusher sees
+ * it asleep and signals its writes, whose completions end the wait. With no
+ * live peer there is no completion to wait for, and the wait is capped at
  * ALONE_WAIT_MS.
  */
 #include <inttypes.h>
@@ -29,6 +33,11 @@
 
 #define WC_BATCH 32
 #define ALONE_WAIT_MS 10
+/* Idle passes before sleeping, at least; idle passes between clock
+ * readings; passes under load between heartbeat checks. */
+#define MIN_IDLE_POLLS 8
+#define CLOCK_EVERY_IDLE 4
+#define CLOCK_EVERY_BUSY 64
 
 static void report(struct sst *t, uint32_t rank, uint32_t by, const char *why)
 {
@@ -85,11 +94,12 @@ static void repost(struct sst *t, uint32_t rank)
 	}
 }
 
-/* Take the completions; returns how many were the SST's. */
+/* Take the completions; returns how many were work: a peer's push, or a
+ * failure. The completions of our own writes only free pipeline room. */
 static int take_completions(struct sst *t)
 {
 	struct rdma_sq_wc wc[WC_BATCH];
-	int n, mine = 0;
+	int n, work = 0;
 
 	n = rdma_sq_poll(t->node, wc, WC_BATCH);
 	for (int i = 0; i < n; i++) {
@@ -99,9 +109,9 @@ static int take_completions(struct sst *t)
 		if (!sst_wrid_is_ours(wc[i].wr_id) || rank >= t->n ||
 		    rank == t->me)
 			continue;
-		mine++;
 		if (wc[i].status) {
 			on_failed_wc(t, rank, &wc[i]);
+			work++;
 			continue;
 		}
 		if (sst_wrid_kind(wc[i].wr_id) == SST_WR_WRITE) {
@@ -109,9 +119,10 @@ static int take_completions(struct sst *t)
 		} else {
 			t->stats.received++;
 			repost(t, rank);
+			work++;
 		}
 	}
-	return mine;
+	return work;
 }
 
 static void heartbeat(struct sst *t, uint64_t now)
@@ -128,13 +139,14 @@ static void heartbeat(struct sst *t, uint64_t now)
 	t->next_hb_ns = now + (uint64_t)t->opt.heartbeat_ms * 1000000ull;
 }
 
-static void check_peer(struct sst *t, uint32_t r, uint64_t now)
+/* Failures that need no clock: a failed post, a foreign fingerprint.
+ * Returns false when the peer is now suspected. */
+static bool check_peer(struct sst *t, uint32_t r)
 {
 	struct sst_peer *p = &t->peers[r];
-	uint64_t timeout = (uint64_t)t->opt.suspect_timeout_ms * 1000000ull;
 	char why[SQUALL_ERRMSG_MAX + 64];
 	bool post_failed;
-	uint64_t fp, hb;
+	uint64_t fp;
 
 	pthread_mutex_lock(&t->push_lock);
 	post_failed = p->post_failed;
@@ -144,7 +156,7 @@ static void check_peer(struct sst *t, uint32_t r, uint64_t now)
 	pthread_mutex_unlock(&t->push_lock);
 	if (post_failed) {
 		suspect(t, r, t->me, why);
-		return;
+		return false;
 	}
 	fp = __atomic_load_n(sst_word(t, r, SST_HDR_FINGERPRINT), __ATOMIC_ACQUIRE);
 	if (fp && fp != t->fingerprint) {
@@ -153,16 +165,48 @@ static void check_peer(struct sst *t, uint32_t r, uint64_t now)
 			 t->fingerprint);
 		p->fp_bad = true;
 		suspect(t, r, t->me, why);
-		return;
+		return false;
 	}
-	hb = __atomic_load_n(sst_word(t, r, SST_HDR_HEARTBEAT), __ATOMIC_ACQUIRE);
-	if (hb != p->hb_seen) {
-		p->hb_seen = hb;
-		p->hb_change_ns = now;
-	} else if (now - p->hb_change_ns > timeout) {
-		snprintf(why, sizeof(why), "no heartbeat from member %u for %" PRIu64
-			 " ms", p->id, (now - p->hb_change_ns) / 1000000);
-		suspect(t, r, t->me, why);
+	return true;
+}
+
+/* Heartbeats: ours when due, and every peer's, whose value must change
+ * within the suspicion timeout. Silence is counted only while this member
+ * was looking: checks come at least once per heartbeat period (a wait
+ * never outlasts the next beat), so a longer gap means this thread did not
+ * run (its process or machine stalled), and the gap is not held against
+ * the peers, whose heartbeats could not be seen meanwhile. */
+static void timed_checks(struct sst *t, uint64_t now)
+{
+	uint64_t timeout = (uint64_t)t->opt.suspect_timeout_ms * 1000000ull;
+	uint64_t period = (uint64_t)t->opt.heartbeat_ms * 1000000ull;
+	uint64_t gap = t->last_check_ns ? now - t->last_check_ns : 0;
+	uint64_t credit = gap > 2 * period ? gap - period : 0;
+
+	t->last_check_ns = now;
+	if (credit)
+		t->stats.stalls++;
+	heartbeat(t, now);
+	for (uint32_t r = 0; r < t->n; r++) {
+		struct sst_peer *p = &t->peers[r];
+		uint64_t hb;
+		char why[96];
+
+		if (r == t->me || ((t->known >> r) & 1))
+			continue;
+		hb = __atomic_load_n(sst_word(t, r, SST_HDR_HEARTBEAT),
+				     __ATOMIC_ACQUIRE);
+		p->hb_change_ns += credit;
+		if (p->hb_change_ns > now)
+			p->hb_change_ns = now;
+		if (hb != p->hb_seen) {
+			p->hb_seen = hb;
+			p->hb_change_ns = now;
+		} else if (now - p->hb_change_ns > timeout) {
+			snprintf(why, sizeof(why), "no heartbeat from member %u for %"
+				 PRIu64 " ms", p->id, (now - p->hb_change_ns) / 1000000);
+			suspect(t, r, t->me, why);
+		}
 	}
 }
 
@@ -196,18 +240,15 @@ static void learn_suspicions(struct sst *t)
 	}
 }
 
-/* One pass; returns whether it saw work. */
+/* One pass without the clock; returns whether it saw work. */
 static bool pass(struct sst *t)
 {
-	uint64_t now;
 	bool work;
 
 	work = take_completions(t) > 0;
-	now = sst_now_ns();
-	heartbeat(t, now);
 	for (uint32_t r = 0; r < t->n; r++)
 		if (r != t->me && !((t->known >> r) & 1))
-			check_peer(t, r, now);
+			check_peer(t, r);
 	learn_suspicions(t);
 	sst_flush_pending(t);
 	if (sst_preds_eval(&t->preds))
@@ -245,13 +286,23 @@ void *sst_progress_main(void *arg)
 	struct sst *t = arg;
 	struct sst_idle idle;
 	uint_fast64_t armed_pushes = 0;
+	uint64_t passes = 0;
 
-	sst_idle_init(&idle, (uint64_t)t->opt.spin_us * 1000, 16, sst_now_ns());
+	sst_idle_init(&idle, (uint64_t)t->opt.spin_us * 1000,
+		      (uint64_t)t->opt.spin_max_us * 1000, MIN_IDLE_POLLS,
+		      CLOCK_EVERY_IDLE, sst_now_ns());
 	while (!atomic_load_explicit(&t->stop, memory_order_relaxed)) {
 		bool work = pass(t);
-		uint64_t now = sst_now_ns();
+		uint64_t now = 0;
 		int ms;
 
+		/* The clock when the idle policy needs it, and now and then
+		 * under load for the heartbeats. */
+		if (sst_idle_needs_clock(&idle, work) ||
+		    ++passes % CLOCK_EVERY_BUSY == 0) {
+			now = sst_now_ns();
+			timed_checks(t, now);
+		}
 		switch (sst_idle_after_pass(&idle, work, now)) {
 		case SST_IDLE_SPIN:
 			if (atomic_load_explicit(&t->asleep, memory_order_relaxed))
@@ -271,7 +322,7 @@ void *sst_progress_main(void *arg)
 				rdma_sq_wait(t->node, ms);
 			}
 			atomic_store(&t->asleep, false);
-			sst_idle_woken(&idle, sst_now_ns());
+			sst_idle_woken(&idle);
 			break;
 		}
 	}

@@ -6,6 +6,10 @@
  * member's row to the same offset in the peer's table. The immediate makes
  * the write visible to the peer's completion queue, so a peer that has
  * gone to sleep is woken by the push itself and never sleeps through work.
+ * A write of the heartbeat word alone is a plain RDMA WRITE: no predicate
+ * reads the row header, peers read heartbeats on their own timer, and an
+ * idle group then wakes each member once per heartbeat period, not once
+ * per peer's heartbeat.
  *
  * Per peer the pipeline holds at most max_inflight writes, and only one in
  * signal_every is signaled: its completion accounts for itself and the
@@ -65,10 +69,15 @@ static bool flush_peer(struct sst *t, uint32_t rank, bool force_signal)
 	sge.ptr = t->my_row + p->lo;
 	sge.len = p->hi - p->lo;
 	err.code = 0;
-	rc = rdma_sq_write_imm(t->node, p->id, &sge, 1, p->raddr + p->lo,
-			       p->rkey, t->me,
-			       sst_wrid(SST_WR_WRITE, rank, covered),
-			       signaled ? RDMA_SQ_SIGNALED : 0, &err);
+	if (p->lo >= SST_HDR_HEARTBEAT && p->hi <= SST_HDR_HEARTBEAT + 8)
+		rc = rdma_sq_write(t->node, p->id, &sge, 1, p->raddr + p->lo,
+				   p->rkey, sst_wrid(SST_WR_WRITE, rank, covered),
+				   signaled ? RDMA_SQ_SIGNALED : 0, &err);
+	else
+		rc = rdma_sq_write_imm(t->node, p->id, &sge, 1,
+				       p->raddr + p->lo, p->rkey, t->me,
+				       sst_wrid(SST_WR_WRITE, rank, covered),
+				       signaled ? RDMA_SQ_SIGNALED : 0, &err);
 	if (rc == -ENOMEM || rc == -EAGAIN) {
 		/* The send queue is full (other users share it): keep the
 		 * range, the next completion or pass retries. */

@@ -19,7 +19,8 @@
 
 #define DEFAULT_HEARTBEAT_MS 100
 #define DEFAULT_SUSPECT_MS 1000
-#define DEFAULT_SPIN_US 200
+#define DEFAULT_SPIN_US 50
+#define DEFAULT_SPIN_MAX_US 5000
 #define DEFAULT_MAX_INFLIGHT 16
 #define DEFAULT_SIGNAL_EVERY 8
 #define DEFAULT_RECV_DEPTH 48
@@ -42,6 +43,10 @@ static void fill_defaults(struct sst_options *o, const struct group_config *cfg)
 			cfg->sst_suspect_timeout_ms : DEFAULT_SUSPECT_MS;
 	if (!o->spin_us)
 		o->spin_us = DEFAULT_SPIN_US;
+	if (!o->spin_max_us)
+		o->spin_max_us = DEFAULT_SPIN_MAX_US;
+	if (o->spin_max_us < o->spin_us)
+		o->spin_max_us = o->spin_us;
 	if (!o->max_inflight)
 		o->max_inflight = DEFAULT_MAX_INFLIGHT;
 	if (!o->signal_every)

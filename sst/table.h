@@ -97,6 +97,7 @@ struct sst {
 	/* Progress thread only. */
 	uint64_t known;         /* ranks suspected (reported once each) */
 	uint64_t next_hb_ns;
+	uint64_t last_check_ns; /* last heartbeat check (0: none yet) */
 
 	/* Counters; the push ones under push_lock, the rest progress-only,
 	 * read racily by sst_get_stats (they are statistics). */

@@ -135,8 +135,11 @@ struct sst_options {
 	uint32_t heartbeat_ms;
 	uint32_t suspect_timeout_ms;
 	/* How long the progress thread keeps polling after the last work
-	 * before it blocks (default 200 us). */
+	 * before it blocks: spin_us (default 50 us), stretched up to
+	 * spin_max_us (default 5000 us) while sleeps keep ending with work
+	 * soon after they begin (see sst_idle in sst/predicates.h). */
 	uint32_t spin_us;
+	uint32_t spin_max_us;
 	/* Writes to one peer not yet known complete (default 16) and one
 	 * signaled completion every signal_every writes (default 8). The
 	 * node's send queues must hold max_inflight requests. */
@@ -161,6 +164,8 @@ struct sst_stats {
 	uint64_t sleeps;        /* times the progress thread blocked */
 	uint64_t heartbeats;    /* own heartbeat advances */
 	uint64_t suspicions;    /* members suspected */
+	uint64_t stalls;        /* gaps in our own heartbeat checks longer
+				   than two periods (not held against peers) */
 };
 
 /* Create the member's table over an existing, connected node.

@@ -300,40 +300,35 @@ static void test_remove_waits_for_running_trigger(void **state)
 	sst_preds_destroy(e);
 }
 
-/* Idle policy: spin while work is seen, arm after spin_ns without work and
- * min_polls idle passes, block only if the pass after arming is idle. */
+/* Idle policy: spin while work is seen, arm after the window without work
+ * and min_polls idle passes, block only if the pass after arming is idle. */
 static void test_idle_spins_then_blocks(void **state)
 {
 	(void)state;
 	struct sst_idle s;
 	uint64_t t = 1000;
 
-	sst_idle_init(&s, 500, 3, t);
+	sst_idle_init(&s, 500, 5000, 3, 1, t);
 	/* work keeps it spinning however long */
 	for (int i = 0; i < 100; i++) {
 		t += 100;
 		assert_int_equal(sst_idle_after_pass(&s, true, t), SST_IDLE_SPIN);
 	}
 	/* idle but not long enough */
-	t += 100;
-	assert_int_equal(sst_idle_after_pass(&s, false, t), SST_IDLE_SPIN);
-	t += 100;
-	assert_int_equal(sst_idle_after_pass(&s, false, t), SST_IDLE_SPIN);
-	t += 100;
-	assert_int_equal(sst_idle_after_pass(&s, false, t), SST_IDLE_SPIN);
-	t += 100;
-	assert_int_equal(sst_idle_after_pass(&s, false, t), SST_IDLE_SPIN);
+	for (int i = 0; i < 4; i++) {
+		t += 100;
+		assert_int_equal(sst_idle_after_pass(&s, false, t), SST_IDLE_SPIN);
+	}
 	t += 100;  /* 500 ns since work */
 	assert_int_equal(sst_idle_after_pass(&s, false, t), SST_IDLE_ARM);
 	assert_int_equal(s.blocks, 0);
+	assert_true(sst_idle_needs_clock(&s, false));
 	t += 10;
 	assert_int_equal(sst_idle_after_pass(&s, false, t), SST_IDLE_BLOCK);
 	assert_int_equal(s.blocks, 1);
-	sst_idle_woken(&s, t + 1000000);
+	sst_idle_woken(&s);
 	assert_int_equal(s.state, SST_IDLE_SPIN);
-	/* after waking it spins again for spin_ns before re-arming */
-	assert_int_equal(sst_idle_after_pass(&s, false, t + 1000100),
-			 SST_IDLE_SPIN);
+	assert_true(sst_idle_needs_clock(&s, true));
 }
 
 /* Work seen in the pass after arming cancels the sleep. */
@@ -342,12 +337,12 @@ static void test_idle_arm_then_work(void **state)
 	(void)state;
 	struct sst_idle s;
 
-	sst_idle_init(&s, 0, 1, 0);
-	assert_int_equal(sst_idle_after_pass(&s, false, 1), SST_IDLE_ARM);
-	assert_int_equal(sst_idle_after_pass(&s, true, 2), SST_IDLE_SPIN);
+	sst_idle_init(&s, 1, 10, 1, 1, 1);
+	assert_int_equal(sst_idle_after_pass(&s, false, 2), SST_IDLE_ARM);
+	assert_int_equal(sst_idle_after_pass(&s, true, 3), SST_IDLE_SPIN);
 	assert_int_equal(s.blocks, 0);
-	assert_int_equal(sst_idle_after_pass(&s, false, 3), SST_IDLE_ARM);
-	assert_int_equal(sst_idle_after_pass(&s, false, 4), SST_IDLE_BLOCK);
+	assert_int_equal(sst_idle_after_pass(&s, false, 4), SST_IDLE_ARM);
+	assert_int_equal(sst_idle_after_pass(&s, false, 5), SST_IDLE_BLOCK);
 	assert_int_equal(s.blocks, 1);
 }
 
@@ -358,11 +353,124 @@ static void test_idle_min_polls(void **state)
 	(void)state;
 	struct sst_idle s;
 
-	sst_idle_init(&s, 10, 4, 0);
+	sst_idle_init(&s, 10, 10, 4, 1, 1);
 	assert_int_equal(sst_idle_after_pass(&s, false, 1000), SST_IDLE_SPIN);
 	assert_int_equal(sst_idle_after_pass(&s, false, 2000), SST_IDLE_SPIN);
 	assert_int_equal(sst_idle_after_pass(&s, false, 3000), SST_IDLE_SPIN);
 	assert_int_equal(sst_idle_after_pass(&s, false, 4000), SST_IDLE_ARM);
+}
+
+/* Drive the machine to BLOCK at time t (from a fresh window). */
+static uint64_t to_block(struct sst_idle *s, uint64_t t)
+{
+	assert_int_equal(sst_idle_after_pass(s, true, t), SST_IDLE_SPIN);
+	while (sst_idle_after_pass(s, false, ++t) != SST_IDLE_ARM)
+		;
+	assert_int_equal(sst_idle_after_pass(s, false, ++t), SST_IDLE_BLOCK);
+	return t;
+}
+
+/* The window grows to twice a short sleep that ended with work (two
+ * members answering each other stop sleeping on every exchange), never
+ * past spin_max, never shrinks on a shorter sleep, and halves (down to
+ * spin_min) after a sleep longer than spin_max. */
+static void test_idle_window_adapts(void **state)
+{
+	(void)state;
+	struct sst_idle s;
+	uint64_t t;
+
+	sst_idle_init(&s, 100, 5000, 1, 1, 0);
+	t = to_block(&s, 1);
+	sst_idle_woken(&s);
+	t += 1000;                       /* slept 1000, work waiting */
+	assert_int_equal(sst_idle_after_pass(&s, true, t), SST_IDLE_SPIN);
+	assert_int_equal(s.spin_ns, 2000);
+	/* now an idle gap of 1500 does not put it to sleep */
+	assert_int_equal(sst_idle_after_pass(&s, false, t + 1500), SST_IDLE_SPIN);
+	assert_int_equal(sst_idle_after_pass(&s, true, t + 1600), SST_IDLE_SPIN);
+
+	t = to_block(&s, t + 2000);
+	sst_idle_woken(&s);
+	t += 4000;                       /* 2 x 4000 is capped at 5000 */
+	sst_idle_after_pass(&s, true, t);
+	assert_int_equal(s.spin_ns, 5000);
+
+	t = to_block(&s, t + 10);
+	sst_idle_woken(&s);
+	t += 300;                        /* shorter: the window stays */
+	sst_idle_after_pass(&s, true, t);
+	assert_int_equal(s.spin_ns, 5000);
+
+	for (uint64_t want = 2500; want >= 100; want /= 2) {
+		t = to_block(&s, t + 10);
+		sst_idle_woken(&s);
+		t += 6000;               /* longer than spin_max: halve */
+		sst_idle_after_pass(&s, true, t);
+		assert_int_equal(s.spin_ns, want < 100 ? 100 : want);
+		if (want == 156)
+			break;
+	}
+	t = to_block(&s, t + 10);
+	sst_idle_woken(&s);
+	t += 6000;
+	sst_idle_after_pass(&s, true, t);
+	assert_int_equal(s.spin_ns, 100);
+}
+
+/* A wake-up without work (a timer, our own write's completion) re-arms at
+ * once, no spinning, and leaves the window as the traffic set it. */
+static void test_idle_timer_wake_rearms(void **state)
+{
+	(void)state;
+	struct sst_idle s;
+	uint64_t t;
+
+	sst_idle_init(&s, 100, 5000, 8, 1, 0);
+	t = to_block(&s, 1);
+	sst_idle_woken(&s);
+	t += 1500;
+	sst_idle_after_pass(&s, true, t);        /* window 3000 */
+	assert_int_equal(s.spin_ns, 3000);
+	t = to_block(&s, t + 1);
+	sst_idle_woken(&s);
+	assert_int_equal(sst_idle_after_pass(&s, false, t + 100), SST_IDLE_ARM);
+	assert_int_equal(s.spin_ns, 3000);
+	assert_int_equal(sst_idle_after_pass(&s, false, t + 101), SST_IDLE_BLOCK);
+	assert_int_equal(s.blocks, 3);
+}
+
+/* The clock is asked for only on some idle passes, never on busy ones
+ * (except the first after a wait), and passes without it still count. */
+static void test_idle_clock_sparse(void **state)
+{
+	(void)state;
+	struct sst_idle s;
+	int asked = 0;
+
+	sst_idle_init(&s, 1000, 1000, 1, 4, 1);
+	for (int i = 0; i < 10; i++) {
+		assert_false(sst_idle_needs_clock(&s, true));
+		sst_idle_after_pass(&s, true, 0);
+	}
+	assert_int_equal(s.last_work_ns, 0);
+	/* first idle pass after work: timestamp the work */
+	assert_true(sst_idle_needs_clock(&s, false));
+	sst_idle_after_pass(&s, false, 5000);
+	assert_int_equal(s.last_work_ns, 5000);
+	for (int i = 0; i < 8; i++) {
+		bool c = sst_idle_needs_clock(&s, false);
+
+		asked += c;
+		assert_int_equal(sst_idle_after_pass(&s, false, c ? 5100 + i : 0),
+				 SST_IDLE_SPIN);
+	}
+	assert_int_equal(asked, 2);
+	assert_int_equal(s.idle_polls, 9);
+	/* the window has passed: the next clocked pass arms */
+	while (!sst_idle_needs_clock(&s, false))
+		sst_idle_after_pass(&s, false, 0);
+	assert_int_equal(sst_idle_after_pass(&s, false, 7000), SST_IDLE_ARM);
 }
 
 int main(void)
@@ -379,6 +487,9 @@ int main(void)
 		cmocka_unit_test(test_idle_spins_then_blocks),
 		cmocka_unit_test(test_idle_arm_then_work),
 		cmocka_unit_test(test_idle_min_polls),
+		cmocka_unit_test(test_idle_window_adapts),
+		cmocka_unit_test(test_idle_timer_wake_rearms),
+		cmocka_unit_test(test_idle_clock_sparse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -174,9 +174,9 @@ static void print_stats(struct run *r, uint64_t ms)
 	printf("STATS member=%u ms=%" PRIu64 " pushes=%" PRIu64 " writes=%" PRIu64
 	       " merged=%" PRIu64 " deferred=%" PRIu64 " received=%" PRIu64
 	       " passes=%" PRIu64 " fired=%" PRIu64 " sleeps=%" PRIu64
-	       " heartbeats=%" PRIu64 "\n", r->m.id, ms, s.pushes, s.writes,
-	       s.merged, s.deferred, s.received, s.passes, s.fired, s.sleeps,
-	       s.heartbeats);
+	       " heartbeats=%" PRIu64 " stalls=%" PRIu64 "\n", r->m.id, ms,
+	       s.pushes, s.writes, s.merged, s.deferred, s.received, s.passes,
+	       s.fired, s.sleeps, s.heartbeats, s.stalls);
 }
 
 static int run_counters(struct run *r)

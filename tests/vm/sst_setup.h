@@ -22,7 +22,7 @@
 #include <squall/sst.h>
 
 /* The test columns. */
-enum { COL_COUNTER, COL_DONE, COL_PING, COL_ACKS, COL_TAG, NCOLS };
+enum { COL_COUNTER, COL_DONE, COL_PING, COL_ACKS, COL_TAG, COL_PHASE, NCOLS };
 
 static const struct sst_column test_columns[NCOLS] = {
 	[COL_COUNTER] = { "counter", SST_COL_U64, 0 },
@@ -30,6 +30,7 @@ static const struct sst_column test_columns[NCOLS] = {
 	[COL_PING] = { "ping", SST_COL_U64, 0 },
 	[COL_ACKS] = { "acks", SST_COL_U64_ARRAY, SST_MAX_MEMBERS },
 	[COL_TAG] = { "tag", SST_COL_BYTES, 12 },
+	[COL_PHASE] = { "phase", SST_COL_U64, 0 },
 };
 
 struct member {
