@@ -19,6 +19,7 @@
 #define GROUP_CONFIG_NAME_MAX 64
 #define GROUP_CONFIG_ADDR_MAX 64
 #define GROUP_CONFIG_MAX_MEMBERS 64
+#define GROUP_CONFIG_PATH_MAX 256
 
 struct group_member_cfg {
 	uint32_t id;                        /* unique in the group */
@@ -27,7 +28,8 @@ struct group_member_cfg {
 };
 
 struct group_config {
-	char path[256];                     /* the file it was loaded from */
+	char path[GROUP_CONFIG_PATH_MAX];   /* the group file it was loaded from */
+	char node_path[GROUP_CONFIG_PATH_MAX]; /* the node file, "" when none */
 	char name[GROUP_CONFIG_NAME_MAX];   /* group.name */
 	char device[GROUP_CONFIG_NAME_MAX]; /* group.device; "" = the device
 					       that owns the member's address */
@@ -49,9 +51,38 @@ struct group_config {
 };
 
 /* Load and validate a .cfg file. Returns 0, or a negative errno with err
- * naming the file, the line (when libconfig knows it) and the setting. */
+ * naming the file, the line (when libconfig knows it) and the setting, as
+ * "FILE:LINE: SECTION.KEY: what is wrong". Same as
+ * group_config_load_with(path, NULL, NULL, 0, out, err). `out` is written
+ * only on success. Errors: -ENOENT, -EACCES... (file cannot be opened or
+ * read, text from strerror), -EFBIG (file over 1 MiB), -ENAMETOOLONG (path
+ * longer than GROUP_CONFIG_PATH_MAX - 1), -EINVAL (anything invalid). */
 int group_config_load(const char *path, struct group_config *out,
 		      struct squall_error *err);
+
+/* Load the group file `path`, then apply overrides: `node_path` (NULL for
+ * none) is a second .cfg with the same sections and keys whose settings
+ * replace the group file's (a per-host file: device, huge_pages, timeouts);
+ * it may not contain `members`. Then each of the `nsets` strings in `sets`
+ * ("section.key=value", e.g. "group.device=mlx5_0", "smc.window=64", from
+ * a command-line --set) replaces that setting. Every value gets the same
+ * validation wherever it comes from, and errors name its source:
+ * "node.cfg:3: group.device: ..." or "--set smc.window=3: smc.window: ...".
+ * Overriding a setting peers must agree on (see group_config_fingerprint)
+ * changes this member's fingerprint. Returns 0 or a negative errno as
+ * group_config_load does. */
+int group_config_load_with(const char *path, const char *node_path,
+			   const char *const *sets, size_t nsets,
+			   struct group_config *out, struct squall_error *err);
+
+/* A 64-bit hash of the settings every member must agree on: group.name,
+ * group.region_size, smc.max_payload, smc.window, rdmc.block_size and the
+ * members in file order (id, address, port). Local choices (device,
+ * huge_pages, timeouts, copy_threshold, sst) are left out. Peers exchange
+ * it when they connect and refuse a member whose file disagrees. Stable
+ * across builds and hosts (fixed byte order). Returns 0, or -EINVAL when
+ * cfg is NULL or has no valid member count. */
+int group_config_fingerprint(const struct group_config *cfg, uint64_t *out);
 
 /* Index of member `id` in cfg->members, or -ENOENT. */
 int group_config_member_index(const struct group_config *cfg, uint32_t id);
@@ -59,7 +90,9 @@ int group_config_member_index(const struct group_config *cfg, uint32_t id);
 /* The member's own id: from `arg` when non-NULL (a command-line value),
  * else from the environment variable SQUALL_MEMBER_ID. Checks that the id
  * is a member of cfg. Returns the id (>= 0) or a negative errno with err
- * saying what was missing or wrong. */
+ * saying what was missing or wrong: -EINVAL when there is no id or it is
+ * not a decimal number from 0 to 4294967295, -ENOENT when no member of
+ * cfg has it (the message names cfg->path and the known ids). */
 long group_config_my_id(const struct group_config *cfg, const char *arg,
 			struct squall_error *err);
 

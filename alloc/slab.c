@@ -1,0 +1,218 @@
+/*
+ * slab.c - size classes and their shared pools of free slots.
+ *
+ * 41 classes from 64 B to 64 KiB, four per doubling (64, 80, 96, 112, 128,
+ * 160, ...), so a request never wastes more than a fifth of its slot. A
+ * slab is one page run of at least 64 KiB (eight slots for the largest
+ * classes) carved from the extent allocator; its free slots are bits in a
+ * bitmap kept outside the region. Threads do not come here for every
+ * lease: their caches (tcache.c) take and give back slots in batches, under
+ * the class lock. A class keeps its empty slabs until some request finds
+ * the region full: then slab_reclaim_empty() gives them back to the extent
+ * allocator, where they coalesce and serve large leases or other classes.
+ * Keeping them means a slot released twice still finds its slab and gets
+ * -EALREADY, and a class that breathes in and out does not carve anew.
+ */
+#include "alloc_internal.h"
+
+#define SLAB_MIN_SLOTS 8
+#define MAG_BYTES (256u << 10)  /* bytes a thread may cache per class */
+
+void slab_init_classes(struct alloc *a)
+{
+	unsigned i;
+
+	for (i = 0; i < ALLOC_NCLASSES; i++) {
+		struct size_class *c = &a->cls[i];
+		uint32_t bytes, cap;
+
+		c->size = (uint32_t)class_size(i);
+		bytes = c->size * SLAB_MIN_SLOTS;
+		c->npages = (bytes + ALLOC_PAGE_SIZE - 1) / ALLOC_PAGE_SIZE;
+		if (c->npages < ALLOC_SLAB_MIN_PAGES)
+			c->npages = ALLOC_SLAB_MIN_PAGES;
+		c->nslots = (c->npages * ALLOC_PAGE_SIZE) / c->size;
+		cap = MAG_BYTES / c->size;
+		c->mag_cap = cap < 4 ? 4 : cap > ALLOC_MAG_MAX ? ALLOC_MAG_MAX : cap;
+		c->magic = ((uint64_t)1 << 40) / c->size + 1;
+		a->ci[i] = (struct class_info){ c->size, c->nslots, c->mag_cap,
+						c->magic };
+		c->partial = ALLOC_NIL;
+		pthread_mutex_init(&c->lock, NULL);
+		/* A slab's state indices must fit in its pages' share. */
+		assert(c->nslots <= c->npages * 64);
+	}
+}
+
+static void list_add(struct alloc *a, struct size_class *c, uint32_t id)
+{
+	struct slab *s = &a->slabs[id];
+
+	s->prev = ALLOC_NIL;
+	s->next = c->partial;
+	if (c->partial != ALLOC_NIL)
+		a->slabs[c->partial].prev = id;
+	c->partial = id;
+	s->on_list = 1;
+}
+
+static void list_del(struct alloc *a, struct size_class *c, uint32_t id)
+{
+	struct slab *s = &a->slabs[id];
+
+	if (s->prev != ALLOC_NIL)
+		a->slabs[s->prev].next = s->next;
+	else
+		c->partial = s->next;
+	if (s->next != ALLOC_NIL)
+		a->slabs[s->next].prev = s->prev;
+	s->on_list = 0;
+}
+
+/* A new, empty slab for class cls, or ALLOC_NIL when the region is full.
+ * Called with the class lock held (class lock before ext_lock). */
+static uint32_t slab_carve(struct alloc *a, unsigned cls)
+{
+	struct size_class *c = &a->cls[cls];
+	uint32_t first, id, w, nw;
+
+	pthread_mutex_lock(&a->ext_lock);
+	first = ext_alloc(a, c->npages, 1);
+	if (first != ALLOC_NIL)
+		ext_mark(a, first, c->npages, RUN_SLAB, (uint8_t)cls);
+	pthread_mutex_unlock(&a->ext_lock);
+	if (first == ALLOC_NIL)
+		return ALLOC_NIL;
+	id = first / ALLOC_SLAB_MIN_PAGES;
+	a->slabs[id].first = first;
+	a->slabs[id].nfree = c->nslots;
+	nw = (c->nslots + 63) / 64;
+	/* Old runs may have left tombstones in these state bytes. */
+	memset((void *)&a->state[first * 64], ALLOC_FREE, c->nslots);
+	for (w = 0; w < nw; w++)
+		a->freebits[first + w] = ~(uint64_t)0;
+	if (c->nslots % 64)
+		a->freebits[first + nw - 1] = ((uint64_t)1 << (c->nslots % 64)) - 1;
+	list_add(a, c, id);
+	c->nslabs++;
+	c->nempty++;
+	return id;
+}
+
+/* Give an empty slab's pages back to the extent allocator. */
+static void slab_return(struct alloc *a, struct size_class *c, uint32_t id)
+{
+	list_del(a, c, id);
+	c->nslabs--;
+	pthread_mutex_lock(&a->ext_lock);
+	ext_free(a, a->slabs[id].first);
+	pthread_mutex_unlock(&a->ext_lock);
+}
+
+/* Take up to `want` free slots of slab id into out. */
+static unsigned slab_take(struct alloc *a, struct size_class *c, uint32_t id,
+			  mag_ent *out, unsigned want)
+{
+	struct slab *s = &a->slabs[id];
+	uint32_t nw = (c->nslots + 63) / 64, w;
+	unsigned got = 0;
+
+	if (s->nfree == c->nslots)
+		c->nempty--;
+	for (w = 0; w < nw && got < want; w++) {
+		uint64_t *word = &a->freebits[s->first + w];
+
+		while (*word && got < want) {
+			uint32_t idx = w * 64 + (uint32_t)__builtin_ctzll(*word);
+			uint64_t off = ((uint64_t)s->first << ALLOC_PAGE_SHIFT) +
+				       (uint64_t)idx * c->size;
+
+			*word &= *word - 1;
+			out[got] = ent_make(off, s->first * 64 + idx);
+			assert(atomic_load_explicit(&a->state[ent_sidx(out[got])],
+				memory_order_relaxed) == ALLOC_FREE);
+			got++;
+		}
+	}
+	s->nfree -= got;
+	if (s->nfree == 0)
+		list_del(a, c, id);
+	return got;
+}
+
+unsigned slab_refill(struct alloc *a, unsigned cls, mag_ent *out,
+		     unsigned want)
+{
+	struct size_class *c = &a->cls[cls];
+	unsigned got = 0;
+	uint32_t id;
+
+	pthread_mutex_lock(&c->lock);
+	while (got < want) {
+		id = c->partial;
+		if (id == ALLOC_NIL)
+			id = slab_carve(a, cls);
+		if (id == ALLOC_NIL)
+			break;
+		got += slab_take(a, c, id, out + got, want - got);
+	}
+	c->out += got;
+	if (c->out * c->size > c->high_water)
+		c->high_water = c->out * c->size;
+	pthread_mutex_unlock(&c->lock);
+	return got;
+}
+
+void slab_flush(struct alloc *a, unsigned cls, const mag_ent *ents,
+		unsigned n)
+{
+	struct size_class *c = &a->cls[cls];
+	unsigned i;
+
+	if (n == 0)
+		return;
+	pthread_mutex_lock(&c->lock);
+	for (i = 0; i < n; i++) {
+		uint64_t off = ent_off(ents[i]);
+		uint32_t first = a->pages[off >> ALLOC_PAGE_SHIFT].first;
+		uint32_t id = first / ALLOC_SLAB_MIN_PAGES;
+		uint32_t idx = ent_sidx(ents[i]) - first * 64;
+		struct slab *s = &a->slabs[id];
+		uint64_t bit = (uint64_t)1 << (idx % 64);
+
+		assert(a->pages[first].kind == RUN_SLAB &&
+		       a->pages[first].cls == cls);
+		assert(!(a->freebits[first + idx / 64] & bit));
+		a->freebits[first + idx / 64] |= bit;
+		if (s->nfree++ == 0)
+			list_add(a, c, id);
+		if (s->nfree == c->nslots)
+			c->nempty++;
+	}
+	c->out -= n;
+	pthread_mutex_unlock(&c->lock);
+	if (atomic_load_explicit(&a->waiters, memory_order_relaxed))
+		alloc_wake_waiters(a);
+}
+
+/* Return every completely free slab to the extent allocator, so that a
+ * large lease or another class can use the pages. */
+void slab_reclaim_empty(struct alloc *a)
+{
+	unsigned i;
+
+	for (i = 0; i < ALLOC_NCLASSES; i++) {
+		struct size_class *c = &a->cls[i];
+		uint32_t id, next;
+
+		pthread_mutex_lock(&c->lock);
+		for (id = c->partial; id != ALLOC_NIL; id = next) {
+			next = a->slabs[id].next;
+			if (a->slabs[id].nfree == c->nslots) {
+				slab_return(a, c, id);
+				c->nempty--;
+			}
+		}
+		pthread_mutex_unlock(&c->lock);
+	}
+}

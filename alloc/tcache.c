@@ -1,0 +1,177 @@
+/*
+ * tcache.c - per-thread caches ("magazines") of free slots.
+ *
+ * The hot path of a lease or a release touches only the calling thread's
+ * cache: a stack of free slots per class, taken from and given back to the
+ * shared pool in batches of half a magazine. A thread finds its cache for
+ * an allocator through one initial-exec TLS pointer, checked against the
+ * allocator's unique id (an address could be reused by a later allocator,
+ * an id is not). A thread that uses several allocators keeps a list of
+ * caches and switches the pointer on the slow path.
+ *
+ * Lifetimes: a process-wide registry lock guards which caches belong to
+ * which allocator. When a thread exits, a pthread key destructor gives its
+ * cached slots back and folds its counters into the allocator. When an
+ * allocator is destroyed first, its caches are detached (their `a` set to
+ * NULL) and freed by their thread on its next slow path or at its exit.
+ */
+#include <stdlib.h>
+
+#include "alloc_internal.h"
+
+__thread struct tcache *alloc_tls_tc __attribute__((tls_model("initial-exec")));
+static __thread struct tcache *tls_list;
+
+static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t key_once = PTHREAD_ONCE_INIT;
+static pthread_key_t exit_key;
+
+/* Give every cached slot back and fold the counters into the allocator.
+ * Caller holds the registry lock; tc->a is live. */
+static void tcache_retire(struct tcache *tc)
+{
+	struct alloc *a = tc->a;
+	unsigned i;
+
+	tcache_flush_all(a, tc);
+	for (i = 0; i < ALLOC_NCLASSES; i++) {
+		a->retired_leases[i] += atomic_load(&tc->cnt[i].leases);
+		a->retired_releases[i] += atomic_load(&tc->cnt[i].releases);
+	}
+	if (tc->a_prev)
+		tc->a_prev->a_next = tc->a_next;
+	else
+		a->tcs = tc->a_next;
+	if (tc->a_next)
+		tc->a_next->a_prev = tc->a_prev;
+	tc->a = NULL;
+}
+
+static void thread_exit(void *arg)
+{
+	struct tcache *tc = arg, *next;
+
+	pthread_mutex_lock(&registry);
+	for (; tc; tc = next) {
+		next = tc->t_next;
+		if (tc->a)
+			tcache_retire(tc);
+		free(tc);
+	}
+	pthread_mutex_unlock(&registry);
+	tls_list = NULL;
+	alloc_tls_tc = NULL;
+}
+
+static void make_key(void)
+{
+	/* One key for the process, never deleted: the destructor must stay
+	 * valid as long as threads that used an allocator can exit. */
+	if (pthread_key_create(&exit_key, thread_exit))
+		abort();
+}
+
+/* Drop this thread's caches whose allocator is gone. Registry lock held. */
+static void prune_dead(void)
+{
+	struct tcache **pp = &tls_list, *tc;
+
+	while ((tc = *pp)) {
+		if (!tc->a) {
+			*pp = tc->t_next;
+			if (alloc_tls_tc == tc)
+				alloc_tls_tc = NULL;
+			free(tc);
+		} else {
+			pp = &tc->t_next;
+		}
+	}
+}
+
+struct tcache *tcache_slow(struct alloc *a)
+{
+	struct tcache *tc;
+
+	pthread_once(&key_once, make_key);
+	pthread_mutex_lock(&registry);
+	prune_dead();
+	for (tc = tls_list; tc; tc = tc->t_next)
+		if (tc->aid == a->id)
+			break;
+	if (!tc) {
+		tc = calloc(1, sizeof(*tc));
+		if (!tc) {
+			pthread_mutex_unlock(&registry);
+			return NULL;
+		}
+		tc->aid = a->id;
+		tc->a = a;
+		tc->a_next = a->tcs;
+		if (a->tcs)
+			a->tcs->a_prev = tc;
+		a->tcs = tc;
+		tc->t_next = tls_list;
+		tls_list = tc;
+	}
+	/* The key holds the list head, so the destructor runs exactly when
+	 * the thread has caches. */
+	pthread_setspecific(exit_key, tls_list);
+	pthread_mutex_unlock(&registry);
+	alloc_tls_tc = tc;
+	return tc;
+}
+
+void tcache_flush_all(struct alloc *a, struct tcache *tc)
+{
+	unsigned i;
+
+	for (i = 0; i < ALLOC_NCLASSES; i++) {
+		slab_flush(a, i, tc->mag[i].ent, tc->mag[i].n);
+		tc->mag[i].n = 0;
+	}
+}
+
+void tcache_detach_all(struct alloc *a)
+{
+	struct tcache *tc, *next;
+
+	pthread_once(&key_once, make_key);
+	pthread_mutex_lock(&registry);
+	for (tc = a->tcs; tc; tc = next) {
+		next = tc->a_next;
+		tc->a = NULL;
+		tc->a_next = tc->a_prev = NULL;
+	}
+	a->tcs = NULL;
+	/* The calling thread's own caches can go now. */
+	prune_dead();
+	pthread_setspecific(exit_key, tls_list);
+	pthread_mutex_unlock(&registry);
+}
+
+/* Sum of the per-thread counters of class i, live and exited threads. */
+void tcache_counts(struct alloc *a, unsigned i, uint64_t *leases,
+		   uint64_t *releases)
+{
+	struct tcache *tc;
+	uint64_t l, r;
+
+	pthread_mutex_lock(&registry);
+	l = a->retired_leases[i];
+	r = a->retired_releases[i];
+	for (tc = a->tcs; tc; tc = tc->a_next) {
+		l += atomic_load_explicit(&tc->cnt[i].leases, memory_order_relaxed);
+		r += atomic_load_explicit(&tc->cnt[i].releases, memory_order_relaxed);
+	}
+	pthread_mutex_unlock(&registry);
+	*leases = l;
+	*releases = r;
+}
+
+/* A release by a thread that could not get a cache: count it as retired. */
+void tcache_count_orphan(struct alloc *a, unsigned i)
+{
+	pthread_mutex_lock(&registry);
+	a->retired_releases[i]++;
+	pthread_mutex_unlock(&registry);
+}

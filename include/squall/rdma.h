@@ -1,0 +1,223 @@
+/*
+ * rdma.h - reliable connections between the members of a group (verbs +
+ * librdmacm).
+ *
+ * A node is one member's end of the group's transport: the RDMA device that
+ * owns the member's address, one protection domain, one completion queue
+ * (with a completion channel for blocking waits) and one RC queue pair to
+ * every other member. The member's region (memory the caller has mapped and
+ * owns) is registered once; each peer learns an {address, rkey} target in
+ * it from the connection's private data and asks for it by purpose.
+ *
+ * Posts take lists of (pointer, length) pieces inside registered memory (the
+ * region, or extra registrations made with rdma_sq_reg_mr) and a 64-bit
+ * wr_id chosen by the caller, which comes back in the completion.
+ *
+ * Every call returns 0 (or a count) or a negative errno value; calls that
+ * can fail for reasons worth words also fill a struct squall_error naming
+ * the verbs/rdma_cm call, its errno text, and the peer concerned. The
+ * library never prints; it can hand diagnostic lines to a log callback.
+ *
+ * Threads: one thread at a time polls and waits (the progress thread; it
+ * also handles connection events). Posts may come from other threads at
+ * the same time: a peer's state is read atomically and verbs serialises
+ * each queue. create, connect_all, reg_mr, dereg_mr and destroy must not
+ * run concurrently with any other call on the node.
+ */
+#ifndef SQUALL_RDMA_H
+#define SQUALL_RDMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <squall/config.h>
+#include <squall/error.h>
+
+struct rdma_sq_node;
+struct rdma_sq_mr;
+
+/* Log levels handed to the log callback. */
+enum rdma_sq_log_level {
+	RDMA_SQ_LOG_ERROR = 0,
+	RDMA_SQ_LOG_INFO = 1,
+	RDMA_SQ_LOG_DEBUG = 2,
+};
+
+typedef void (*rdma_sq_log_fn)(void *arg, int level, const char *msg);
+
+/* Options for rdma_sq_create. Zeroed fields take the defaults. */
+struct rdma_sq_options {
+	/* Wire version advertised to peers; 0/0 = SQUALL_WIRE_MAJOR/MINOR.
+	 * Only tests set this (to show that a mismatch is refused). */
+	uint16_t wire_major;
+	uint16_t wire_minor;
+	/* Work requests per queue pair (default 64 each, at most 4096),
+	 * scatter/gather entries per request (default 4). */
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_sge;
+	/* Bytes a send may carry inline (default 0: none). */
+	uint32_t max_inline;
+	/* ACK timeout exponent (4.096 us * 2^n; default 16, about 0.27 s) and
+	 * transport retries (default 6): a dead peer is noticed after
+	 * roughly timeout * (retries + 1). */
+	uint8_t ack_timeout;
+	uint8_t retry_count;
+	/* Where diagnostic lines go; NULL = nowhere. */
+	rdma_sq_log_fn log;
+	void *log_arg;
+};
+
+/* Create member `my_id`'s node for the group `cfg`: find the RDMA device
+ * that owns the member's address (it must be cfg->device when that is set),
+ * allocate the protection domain and completion queue, register
+ * [region, region + region_len) with local write, remote write, remote read
+ * and memory-window bind access, and bind a listener to the member's own
+ * address and port. No connection is made yet. cfg must stay valid for the
+ * node's life; the region is the caller's and outlives the node.
+ * Returns 0 with *out set, or a negative errno with err filled. */
+int rdma_sq_create(const struct group_config *cfg, uint32_t my_id,
+		   void *region, size_t region_len,
+		   const struct rdma_sq_options *opt,
+		   struct rdma_sq_node **out, struct squall_error *err);
+
+/* Connect to every other member: listen on the member's address, connect
+ * actively to every member with a higher id (retrying until the peer
+ * listens) and accept every member with a lower id. Gives up after
+ * cfg->connect_timeout_ms with -ETIMEDOUT and an error naming the first
+ * missing peer and its address. A peer with another wire major version is
+ * refused (and refuses us) with -EPROTO and an error naming both versions.
+ * Returns 0 once every queue pair is established. */
+int rdma_sq_connect_all(struct rdma_sq_node *node, struct squall_error *err);
+
+/* Disconnect, destroy every queue pair, the completion queue, all
+ * registrations and the device resources. Safe on NULL. */
+void rdma_sq_destroy(struct rdma_sq_node *node);
+
+/* The member's own id, and the group's member count. */
+uint32_t rdma_sq_my_id(const struct rdma_sq_node *node);
+uint32_t rdma_sq_nmembers(const struct rdma_sq_node *node);
+
+/* The name of the RDMA device in use (e.g. "rxe0") and its port. */
+const char *rdma_sq_device_name(const struct rdma_sq_node *node);
+uint8_t rdma_sq_port(const struct rdma_sq_node *node);
+
+/* What a remote target is for. Each purpose may, in later versions, get its
+ * own key over exactly the memory the peer may touch; today REGION is the
+ * peer's whole region. */
+enum rdma_sq_target {
+	RDMA_SQ_TARGET_REGION = 0,
+};
+
+/* The remote target of `purpose` in peer `peer`'s memory: base address,
+ * rkey and length in bytes. Returns 0, -ENOENT for an unknown peer or
+ * purpose, -ENOTCONN when the peer is not connected. */
+int rdma_sq_remote(const struct rdma_sq_node *node, uint32_t peer,
+		   enum rdma_sq_target purpose, uint64_t *addr,
+		   uint32_t *rkey, uint64_t *len);
+
+/* True while the connection to peer is established and no failure has been
+ * seen on it. */
+bool rdma_sq_peer_alive(const struct rdma_sq_node *node, uint32_t peer);
+
+/* Register memory outside the region (for tests and the registration
+ * cache). access is a mask of IBV_ACCESS_* flags; 0 means local write,
+ * remote write and remote read. The registration is found automatically
+ * when a piece of a post lies inside it. */
+int rdma_sq_reg_mr(struct rdma_sq_node *node, void *ptr, size_t len,
+		   int access, struct rdma_sq_mr **out,
+		   struct squall_error *err);
+
+/* The rkey and lkey of a registration. */
+uint32_t rdma_sq_mr_rkey(const struct rdma_sq_mr *mr);
+uint32_t rdma_sq_mr_lkey(const struct rdma_sq_mr *mr);
+
+/* Deregister; the memory must no longer be in use by any posted request. */
+int rdma_sq_dereg_mr(struct rdma_sq_node *node, struct rdma_sq_mr *mr,
+		     struct squall_error *err);
+
+/* One piece of a scatter/gather list: it must lie inside the region or
+ * inside one extra registration. */
+struct rdma_sq_sge {
+	void *ptr;
+	uint32_t len;
+};
+
+/* Post flags. */
+#define RDMA_SQ_SIGNALED 0x1u /* produce a completion on success */
+#define RDMA_SQ_INLINE 0x2u   /* copy the payload into the request */
+
+/* RDMA WRITE the pieces sg[0..nsge) to remote_addr/rkey at peer. Returns 0,
+ * -ENOTCONN for a dead or unconnected peer, -EFAULT for a piece outside
+ * registered memory, -EINVAL for bad arguments, or the verbs error
+ * (e.g. -ENOMEM when the send queue is full); err names the peer. */
+int rdma_sq_write(struct rdma_sq_node *node, uint32_t peer,
+		  const struct rdma_sq_sge *sg, int nsge,
+		  uint64_t remote_addr, uint32_t rkey, uint64_t wr_id,
+		  unsigned flags, struct squall_error *err);
+
+/* RDMA WRITE_WITH_IMM: as rdma_sq_write, and the peer consumes one posted
+ * receive, whose completion carries imm. */
+int rdma_sq_write_imm(struct rdma_sq_node *node, uint32_t peer,
+		      const struct rdma_sq_sge *sg, int nsge,
+		      uint64_t remote_addr, uint32_t rkey, uint32_t imm,
+		      uint64_t wr_id, unsigned flags,
+		      struct squall_error *err);
+
+/* RDMA READ from remote_addr/rkey at peer into the local pieces sg. */
+int rdma_sq_read(struct rdma_sq_node *node, uint32_t peer,
+		 const struct rdma_sq_sge *sg, int nsge,
+		 uint64_t remote_addr, uint32_t rkey, uint64_t wr_id,
+		 unsigned flags, struct squall_error *err);
+
+/* SEND the pieces to peer, into the receive it has posted. */
+int rdma_sq_send(struct rdma_sq_node *node, uint32_t peer,
+		 const struct rdma_sq_sge *sg, int nsge, uint64_t wr_id,
+		 unsigned flags, struct squall_error *err);
+
+/* Post a receive for peer's next SEND or WRITE_WITH_IMM into the pieces sg
+ * (nsge may be 0 when only WRITE_WITH_IMM is expected). Always signaled. */
+int rdma_sq_post_recv(struct rdma_sq_node *node, uint32_t peer,
+		      const struct rdma_sq_sge *sg, int nsge, uint64_t wr_id,
+		      struct squall_error *err);
+
+/* What a completion finished. */
+enum rdma_sq_opcode {
+	RDMA_SQ_OP_WRITE,
+	RDMA_SQ_OP_WRITE_IMM,
+	RDMA_SQ_OP_SEND,
+	RDMA_SQ_OP_READ,
+	RDMA_SQ_OP_RECV,          /* a SEND arrived */
+	RDMA_SQ_OP_RECV_IMM,      /* a WRITE_WITH_IMM arrived */
+	RDMA_SQ_OP_UNKNOWN,       /* failed completion: verbs does not say */
+};
+
+struct rdma_sq_wc {
+	uint64_t wr_id;
+	uint32_t peer;            /* member id of the queue pair's peer */
+	enum rdma_sq_opcode opcode;
+	int status;               /* 0, or a negative errno (-ECONNRESET for
+				     a failed or flushed request) */
+	int ibv_status;           /* enum ibv_wc_status */
+	const char *status_text;  /* ibv_wc_status_str(), static */
+	uint32_t imm;             /* valid for RECV_IMM */
+	uint32_t byte_len;        /* valid for RECV, RECV_IMM and READ */
+};
+
+/* Take up to max completions. Returns how many (0 when none), or a negative
+ * errno when the completion queue itself fails. A failed completion marks
+ * its peer dead (later posts to it return -ENOTCONN). Also handles pending
+ * connection events (a peer's disconnect) now and then. */
+int rdma_sq_poll(struct rdma_sq_node *node, struct rdma_sq_wc *out, int max);
+
+/* Block until a completion or a connection event may be ready, or
+ * timeout_ms passes (-1: no limit). Returns 0 when woken (then poll),
+ * -ETIMEDOUT, or another negative errno. Completions already queued before
+ * the call wake it at once. */
+int rdma_sq_wait(struct rdma_sq_node *node, int timeout_ms);
+
+/* The reason peer was marked dead (empty when alive). */
+const char *rdma_sq_peer_error(const struct rdma_sq_node *node, uint32_t peer);
+
+#endif /* SQUALL_RDMA_H */

@@ -1,0 +1,533 @@
+/*
+ * conn.c - connecting every pair of members with rdma_cm, and noticing when
+ * a connection dies.
+ *
+ * The rule that makes all-to-all setup race-free: the member with the lower
+ * id connects, the higher one accepts. A connecting member keeps trying
+ * (peers start in any order) until the group's connect timeout. Each side's
+ * private data is a hello (rdma/conn_data.h): the connect request carries the
+ * requester's, the accept or the version reject carries the responder's,
+ * so both sides can name both versions when they differ.
+ *
+ * All rdma_cm events arrive on one non-blocking event channel per node.
+ * Each event is copied out and acknowledged first, then handled, so that a
+ * handler may destroy the id the event was for.
+ */
+#include <arpa/inet.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rdma/node.h"
+
+#define RESOLVE_TIMEOUT_MS 2000
+#define RETRY_MIN_MS 50
+#define RETRY_MAX_MS 500
+
+/* What a handler needs of an event, valid after the ack. */
+struct cm_event {
+	enum rdma_cm_event_type type;
+	struct rdma_cm_id *id;
+	int status;
+	bool has_hello;
+	struct rdma_sq_hello hello;
+};
+
+struct rdma_sq_peer *rdma_sq_peer_by_id(struct rdma_sq_node *node, uint32_t id)
+{
+	for (uint32_t i = 0; i < node->npeers; i++)
+		if (node->peers[i].id == id && (int)i != node->my_index)
+			return &node->peers[i];
+	return NULL;
+}
+
+static void my_hello(const struct rdma_sq_node *node, uint8_t *buf)
+{
+	struct rdma_sq_hello h = {
+		.major = node->opt.wire_major,
+		.minor = node->opt.wire_minor,
+		.member_id = node->my_id,
+		.rkey = node->region_mr ? node->region_mr->rkey : 0,
+		.addr = (uint64_t)(uintptr_t)node->region,
+		.len = node->region_len,
+	};
+
+	rdma_sq_hello_encode(&h, buf);
+}
+
+static void drop_conn(struct rdma_sq_peer *p)
+{
+	if (!p->cm)
+		return;
+	if (p->cm->qp)
+		rdma_destroy_qp(p->cm);
+	rdma_destroy_id(p->cm);
+	p->cm = NULL;
+	p->qp = NULL;
+	p->qp_num = 0;
+}
+
+void rdma_sq_peer_fail(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+		       const char *fmt, ...)
+{
+	va_list ap;
+
+	if (p->state == PEER_DEAD)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(p->error, sizeof(p->error), fmt, ap);
+	va_end(ap);
+	rdma_sq_log(node, RDMA_SQ_LOG_ERROR, "%s", p->error);
+	/* rdma_disconnect moves the QP to the error state: every request
+	 * still queued completes (flushed) instead of waiting forever. The
+	 * QP itself stays until destroy, so late completions still map to a
+	 * peer. */
+	if (p->cm && p->state == PEER_UP)
+		rdma_disconnect(p->cm);
+	rdma_sq_set_state(p, PEER_DEAD);
+}
+
+static void retry_later(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+			const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* An active attempt failed in a way that a later try may fix (the peer is
+ * not listening yet): forget the id and try again after a backoff. */
+static void retry_later(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+			const char *fmt, ...)
+{
+	unsigned delay = RETRY_MIN_MS << (p->attempts < 4 ? p->attempts : 4);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p->last_try, sizeof(p->last_try), fmt, ap);
+	va_end(ap);
+	rdma_sq_log(node, RDMA_SQ_LOG_DEBUG, "%s: %s; retrying", p->who, p->last_try);
+	drop_conn(p);
+	if (delay > RETRY_MAX_MS)
+		delay = RETRY_MAX_MS;
+	p->retry_at_ms = rdma_sq_now_ms() + delay;
+	p->state = PEER_RETRY_WAIT;
+}
+
+static int make_qp(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+		   struct rdma_cm_id *id, struct squall_error *err)
+{
+	struct ibv_qp_init_attr qa = {
+		.send_cq = node->cq,
+		.recv_cq = node->cq,
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 0,
+		.cap = {
+			.max_send_wr = node->opt.max_send_wr,
+			.max_recv_wr = node->opt.max_recv_wr,
+			.max_send_sge = node->opt.max_sge,
+			.max_recv_sge = node->opt.max_sge,
+			.max_inline_data = node->opt.max_inline,
+		},
+	};
+
+	if (id->verbs != node->ctx)
+		return squall_error_set(err, -EXDEV,
+			"%s is reached through RDMA device %s, not %s",
+			p->who, ibv_get_device_name(id->verbs->device),
+			rdma_sq_device_name(node));
+	if (rdma_create_qp(id, node->pd, &qa))
+		return squall_error_set(err, -errno,
+			"rdma_create_qp for %s: %s", p->who, strerror(errno));
+	p->qp = id->qp;
+	p->qp_num = id->qp->qp_num;
+	return 0;
+}
+
+static void conn_param(struct rdma_sq_node *node, struct rdma_conn_param *cp,
+		       uint8_t *hello)
+{
+	memset(cp, 0, sizeof(*cp));
+	my_hello(node, hello);
+	cp->private_data = hello;
+	cp->private_data_len = RDMA_SQ_WIRE_LEN;
+	cp->responder_resources = (uint8_t)node->max_rd_atom;
+	cp->initiator_depth = (uint8_t)node->max_rd_atom;
+	cp->retry_count = node->opt.retry_count;
+	/* Receives are posted by the caller after connect_all returns; a
+	 * SEND that arrives first is retried by the NIC rather than lost. */
+	cp->rnr_retry_count = 7;
+}
+
+static int start_connect(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+			 struct squall_error *err)
+{
+	struct sockaddr_in dst;
+	uint8_t t = node->opt.ack_timeout;
+
+	memset(&dst, 0, sizeof(dst));
+	dst.sin_family = AF_INET;
+	dst.sin_port = htons(p->mcfg->port);
+	if (inet_pton(AF_INET, p->mcfg->address, &dst.sin_addr) != 1)
+		return squall_error_set(err, -EINVAL,
+			"%s: address is not an IPv4 literal", p->who);
+	p->attempts++;
+	if (rdma_create_id(node->ech, &p->cm, p, RDMA_PS_TCP))
+		return squall_error_set(err, -errno, "rdma_create_id for %s: %s",
+					p->who, strerror(errno));
+	if (rdma_set_option(p->cm, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT,
+			    &t, sizeof(t)))
+		return squall_error_set(err, -errno,
+			"rdma_set_option(ACK_TIMEOUT) for %s: %s", p->who,
+			strerror(errno));
+	struct sockaddr_in src = node->my_addr;
+
+	src.sin_port = 0;
+	if (rdma_resolve_addr(p->cm, (struct sockaddr *)&src,
+			      (struct sockaddr *)&dst, RESOLVE_TIMEOUT_MS)) {
+		retry_later(node, p, "rdma_resolve_addr: %s", strerror(errno));
+		return 0;
+	}
+	p->state = PEER_RESOLVING;
+	return 0;
+}
+
+static int on_route_resolved(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+			     struct squall_error *err)
+{
+	struct rdma_conn_param cp;
+	uint8_t hello[RDMA_SQ_WIRE_LEN];
+	int ret = make_qp(node, p, p->cm, err);
+
+	if (ret)
+		return ret;
+	conn_param(node, &cp, hello);
+	if (rdma_connect(p->cm, &cp)) {
+		retry_later(node, p, "rdma_connect: %s", strerror(errno));
+		return 0;
+	}
+	p->state = PEER_CONNECTING;
+	return 0;
+}
+
+/* A connect request from a lower member: check it, then accept or refuse. */
+static int on_request(struct rdma_sq_node *node, const struct cm_event *ev,
+		      struct squall_error *err)
+{
+	struct rdma_sq_peer *p = ev->has_hello ?
+		rdma_sq_peer_by_id(node, ev->hello.member_id) : NULL;
+	struct rdma_conn_param cp;
+	uint8_t hello[RDMA_SQ_WIRE_LEN];
+	int ret;
+
+	if (!p || p->active || p->state == PEER_UP || p->state == PEER_DEAD) {
+		rdma_sq_log(node, RDMA_SQ_LOG_ERROR,
+			"refusing a connection request (%s)",
+			!ev->has_hello ? "not a squall hello" :
+			!p ? "unknown member id" : "unexpected member");
+		rdma_reject(ev->id, NULL, 0);
+		rdma_destroy_id(ev->id);
+		return 0;
+	}
+	ret = rdma_sq_hello_check_version(&ev->hello, node->opt.wire_major,
+					  node->opt.wire_minor, p->who, err);
+	if (ret) {
+		my_hello(node, hello);
+		rdma_reject(ev->id, hello, RDMA_SQ_WIRE_LEN);
+		rdma_destroy_id(ev->id);
+		rdma_sq_peer_fail(node, p, "%s", err->msg);
+		return ret;
+	}
+	drop_conn(p);   /* a stale attempt the peer has given up on */
+	ev->id->context = p;
+	p->cm = ev->id;
+	p->remote = ev->hello;
+	ret = make_qp(node, p, ev->id, err);
+	if (ret)
+		return ret;
+	conn_param(node, &cp, hello);
+	if (rdma_accept(ev->id, &cp)) {
+		ret = -errno;
+		drop_conn(p);
+		return squall_error_set(err, ret, "rdma_accept for %s: %s",
+					p->who, strerror(-ret));
+	}
+	p->state = PEER_ACCEPTING;
+	return 0;
+}
+
+static int on_rejected(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+		       const struct cm_event *ev, struct squall_error *err)
+{
+	int ret;
+
+	if (ev->has_hello) {
+		/* A squall peer refused us: only a version mismatch does. */
+		ret = rdma_sq_hello_check_version(&ev->hello, node->opt.wire_major,
+						  node->opt.wire_minor, p->who, err);
+		if (!ret)
+			ret = squall_error_set(err, -ECONNREFUSED,
+				"%s refused the connection", p->who);
+		drop_conn(p);
+		rdma_sq_peer_fail(node, p, "%s", err->msg);
+		return ret;
+	}
+	retry_later(node, p, "connection rejected (status %d: %s)", ev->status,
+		    ev->status == 8 ? "nobody listens on that address and port yet" :
+		    "not by a squall member");
+	return 0;
+}
+
+static int on_established(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+			  const struct cm_event *ev, struct squall_error *err)
+{
+	if (p->active) {
+		int ret;
+
+		if (!ev->has_hello) {
+			drop_conn(p);
+			rdma_sq_peer_fail(node, p, "%s accepted without a squall hello",
+					  p->who);
+			return squall_error_set(err, -EPROTO, "%s", p->error);
+		}
+		ret = rdma_sq_hello_check_version(&ev->hello, node->opt.wire_major,
+						  node->opt.wire_minor, p->who, err);
+		if (ret) {
+			rdma_disconnect(p->cm);
+			rdma_sq_peer_fail(node, p, "%s", err->msg);
+			return ret;
+		}
+		p->remote = ev->hello;
+	}
+	rdma_sq_set_state(p, PEER_UP);
+	rdma_sq_log(node, RDMA_SQ_LOG_INFO, "connected to %s (qp %u)", p->who,
+		    p->qp_num);
+	return 0;
+}
+
+/* A connection that was up (or being set up) went away. */
+static void on_lost(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+		    const struct cm_event *ev)
+{
+	if (p->state == PEER_UP || p->state == PEER_DEAD) {
+		rdma_sq_peer_fail(node, p, "%s disconnected (%s)", p->who,
+				  rdma_event_str(ev->type));
+		return;
+	}
+	if (p->active) {
+		retry_later(node, p, "%s (status %d)", rdma_event_str(ev->type),
+			    ev->status);
+		return;
+	}
+	/* Passive: wait for the peer to try again. */
+	snprintf(p->last_try, sizeof(p->last_try), "%s (status %d)",
+		 rdma_event_str(ev->type), ev->status);
+	drop_conn(p);
+	p->state = PEER_IDLE;
+}
+
+static int handle(struct rdma_sq_node *node, const struct cm_event *ev,
+		  struct squall_error *err)
+{
+	struct rdma_sq_peer *p = ev->type == RDMA_CM_EVENT_CONNECT_REQUEST ?
+		NULL : ev->id->context;
+
+	if (ev->type == RDMA_CM_EVENT_CONNECT_REQUEST)
+		return on_request(node, ev, err);
+	if (ev->type == RDMA_CM_EVENT_DEVICE_REMOVAL) {
+		for (uint32_t i = 0; i < node->npeers; i++)
+			if ((int)i != node->my_index)
+				rdma_sq_peer_fail(node, &node->peers[i],
+					"RDMA device %s was removed",
+					rdma_sq_device_name(node));
+		return squall_error_set(err, -ENODEV, "RDMA device %s was removed",
+					rdma_sq_device_name(node));
+	}
+	if (!p || p->cm != ev->id)
+		return 0;       /* an id we already dropped */
+	switch (ev->type) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (rdma_resolve_route(p->cm, RESOLVE_TIMEOUT_MS))
+			retry_later(node, p, "rdma_resolve_route: %s", strerror(errno));
+		return 0;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		return on_route_resolved(node, p, err);
+	case RDMA_CM_EVENT_ESTABLISHED:
+		return on_established(node, p, ev, err);
+	case RDMA_CM_EVENT_REJECTED:
+		return on_rejected(node, p, ev, err);
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_DISCONNECTED:
+		on_lost(node, p, ev);
+		return 0;
+	default:
+		return 0;
+	}
+}
+
+/* Take one event off the channel. Returns 1 when one was handled, 0 when
+ * the channel is empty, or a negative errno. */
+static int one_event(struct rdma_sq_node *node, struct squall_error *err)
+{
+	struct rdma_cm_event *e;
+	struct cm_event ev;
+
+	if (rdma_get_cm_event(node->ech, &e)) {
+		if (errno == EAGAIN || errno == EWOULDBLOCK)
+			return 0;
+		return squall_error_set(err, -errno, "rdma_get_cm_event: %s",
+					strerror(errno));
+	}
+	memset(&ev, 0, sizeof(ev));
+	ev.type = e->event;
+	ev.id = e->id;
+	ev.status = e->status;
+	if (e->event == RDMA_CM_EVENT_CONNECT_REQUEST ||
+	    e->event == RDMA_CM_EVENT_ESTABLISHED ||
+	    e->event == RDMA_CM_EVENT_REJECTED)
+		ev.has_hello = !rdma_sq_hello_decode(e->param.conn.private_data,
+						     e->param.conn.private_data_len,
+						     &ev.hello);
+	rdma_ack_cm_event(e);
+	rdma_sq_log(node, RDMA_SQ_LOG_DEBUG, "rdma_cm event %s status %d",
+		    rdma_event_str(ev.type), ev.status);
+	int ret = handle(node, &ev, err);
+
+	return ret ? ret : 1;
+}
+
+int rdma_sq_cm_drain(struct rdma_sq_node *node)
+{
+	struct squall_error err;
+	int ret;
+
+	while ((ret = one_event(node, &err)) > 0)
+		;
+	return ret;
+}
+
+static struct rdma_sq_peer *first_missing(struct rdma_sq_node *node)
+{
+	for (uint32_t i = 0; i < node->npeers; i++)
+		if ((int)i != node->my_index && node->peers[i].state != PEER_UP)
+			return &node->peers[i];
+	return NULL;
+}
+
+static int timeout_error(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+			 uint32_t ms, struct squall_error *err)
+{
+	if (p->active)
+		return squall_error_set(err, -ETIMEDOUT,
+			"member %u could not connect to %s within %u ms "
+			"(%u attempts; last: %s)", node->my_id, p->who, ms,
+			p->attempts, p->last_try[0] ? p->last_try : "no answer");
+	return squall_error_set(err, -ETIMEDOUT,
+		"member %u: %s did not connect within %u ms%s%s", node->my_id,
+		p->who, ms, p->last_try[0] ? "; last: " : "", p->last_try);
+}
+
+/* Start every active attempt that is due; *next = ms until the next one
+ * (-1: none pending). Returns 0 or a negative errno. */
+static int kick(struct rdma_sq_node *node, uint64_t now, int *next,
+		struct squall_error *err)
+{
+	*next = -1;
+
+	for (uint32_t i = 0; i < node->npeers; i++) {
+		struct rdma_sq_peer *p = &node->peers[i];
+		int ret;
+
+		if ((int)i == node->my_index || !p->active)
+			continue;
+		if (p->state == PEER_IDLE ||
+		    (p->state == PEER_RETRY_WAIT && p->retry_at_ms <= now)) {
+			ret = start_connect(node, p, err);
+			if (ret)
+				return ret;
+		}
+		if (p->state == PEER_RETRY_WAIT) {
+			int d = (int)(p->retry_at_ms - now);
+
+			if (*next < 0 || d < *next)
+				*next = d < 0 ? 0 : d;
+		}
+	}
+	return 0;
+}
+
+int rdma_sq_connect_all(struct rdma_sq_node *node, struct squall_error *err)
+{
+	uint32_t limit = node->cfg->connect_timeout_ms ? node->cfg->connect_timeout_ms : 10000;
+	uint64_t deadline = rdma_sq_now_ms() + limit;
+	struct rdma_sq_peer *p;
+
+	squall_error_clear(err);
+	if (rdma_listen(node->listen_id, (int)node->npeers))
+		return squall_error_set(err, -errno, "rdma_listen on %s:%u: %s",
+			node->cfg->members[node->my_index].address,
+			node->cfg->members[node->my_index].port, strerror(errno));
+	while ((p = first_missing(node))) {
+		uint64_t now = rdma_sq_now_ms();
+		struct pollfd pfd = { .fd = node->ech->fd, .events = POLLIN };
+		int wait, ret;
+
+		for (uint32_t i = 0; i < node->npeers; i++)
+			if (node->peers[i].state == PEER_DEAD)
+				return squall_error_set(err, -ECONNREFUSED, "%s",
+							node->peers[i].error);
+		if (now >= deadline)
+			return timeout_error(node, p, limit, err);
+		ret = kick(node, now, &wait, err);
+		if (ret)
+			return ret;
+		if (wait < 0 || (uint64_t)wait > deadline - now)
+			wait = (int)(deadline - now);
+		ret = poll(&pfd, 1, wait);
+		if (ret < 0 && errno != EINTR)
+			return squall_error_set(err, -errno, "poll on the rdma_cm channel: %s",
+						strerror(errno));
+		while ((ret = one_event(node, err)) > 0)
+			;
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int rdma_sq_remote(const struct rdma_sq_node *node, uint32_t peer,
+		   enum rdma_sq_target purpose, uint64_t *addr,
+		   uint32_t *rkey, uint64_t *len)
+{
+	const struct rdma_sq_peer *p =
+		rdma_sq_peer_by_id((struct rdma_sq_node *)node, peer);
+
+	if (!p || purpose != RDMA_SQ_TARGET_REGION)
+		return -ENOENT;
+	if (rdma_sq_peer_state(p) != PEER_UP)
+		return -ENOTCONN;
+	if (addr)
+		*addr = p->remote.addr;
+	if (rkey)
+		*rkey = p->remote.rkey;
+	if (len)
+		*len = p->remote.len;
+	return 0;
+}
+
+bool rdma_sq_peer_alive(const struct rdma_sq_node *node, uint32_t peer)
+{
+	const struct rdma_sq_peer *p =
+		rdma_sq_peer_by_id((struct rdma_sq_node *)node, peer);
+
+	return p && rdma_sq_peer_state(p) == PEER_UP;
+}
+
+const char *rdma_sq_peer_error(const struct rdma_sq_node *node, uint32_t peer)
+{
+	const struct rdma_sq_peer *p =
+		rdma_sq_peer_by_id((struct rdma_sq_node *)node, peer);
+
+	return p ? p->error : "not a member";
+}

@@ -1,0 +1,41 @@
+/*
+ * conn_data.h - the connection private data exchanged through rdma_cm.
+ *
+ * Both the connect request and the accept (or reject) carry one fixed,
+ * little-endian record: magic, wire version, member id and the sender's
+ * region target. It fits the 56 bytes RC connect private data allows.
+ */
+#ifndef SQUALL_RDMA_CONN_DATA_H
+#define SQUALL_RDMA_CONN_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <squall/error.h>
+
+#define RDMA_SQ_WIRE_MAGIC 0x4c415153u /* "SQAL" read as little-endian */
+#define RDMA_SQ_WIRE_LEN 32
+
+struct rdma_sq_hello {
+	uint16_t major;
+	uint16_t minor;
+	uint32_t member_id;
+	uint32_t rkey;
+	uint64_t addr;
+	uint64_t len;
+};
+
+/* Encode h into buf (RDMA_SQ_WIRE_LEN bytes). */
+void rdma_sq_hello_encode(const struct rdma_sq_hello *h, uint8_t *buf);
+
+/* Decode a received record of len bytes (rdma_cm may pad it). Returns 0,
+ * or -EPROTO when it is too short or lacks the magic (not a squall peer). */
+int rdma_sq_hello_decode(const void *buf, size_t len, struct rdma_sq_hello *h);
+
+/* Check the peer's version against ours: the major versions must match.
+ * Returns 0, or -EPROTO with err naming both versions and `who`. */
+int rdma_sq_hello_check_version(const struct rdma_sq_hello *peer,
+				uint16_t my_major, uint16_t my_minor,
+				const char *who, struct squall_error *err);
+
+#endif /* SQUALL_RDMA_CONN_DATA_H */

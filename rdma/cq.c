@@ -1,0 +1,148 @@
+/*
+ * cq.c - the one completion dispatcher: every queue pair of a node shares
+ * one completion queue, so one poll sees all work, and each completion is
+ * tagged with the member id of its queue pair's peer.
+ *
+ * A failed completion is how a dead peer usually shows itself (transport
+ * retries exceeded); it marks the peer dead so later posts fail fast. The
+ * rdma_cm channel (where a peer's disconnect arrives) is checked when the
+ * completion queue is idle, and is one of the two descriptors a blocking
+ * wait sleeps on.
+ */
+#include <arpa/inet.h>
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rdma/node.h"
+
+/* Empty polls between two looks at the rdma_cm channel (a system call). */
+#define CM_CHECK_EVERY 256
+
+static enum rdma_sq_opcode map_opcode(const struct ibv_wc *wc)
+{
+	if (wc->status != IBV_WC_SUCCESS)
+		return RDMA_SQ_OP_UNKNOWN;
+	switch (wc->opcode) {
+	case IBV_WC_RDMA_WRITE:
+		/* verbs reports WRITE_WITH_IMM as a plain write on the
+		 * sender's side; the flag tells them apart */
+		return wc->wc_flags & IBV_WC_WITH_IMM ? RDMA_SQ_OP_WRITE_IMM :
+							 RDMA_SQ_OP_WRITE;
+	case IBV_WC_SEND:
+		return RDMA_SQ_OP_SEND;
+	case IBV_WC_RDMA_READ:
+		return RDMA_SQ_OP_READ;
+	case IBV_WC_RECV:
+		return RDMA_SQ_OP_RECV;
+	case IBV_WC_RECV_RDMA_WITH_IMM:
+		return RDMA_SQ_OP_RECV_IMM;
+	default:
+		return RDMA_SQ_OP_UNKNOWN;
+	}
+}
+
+static struct rdma_sq_peer *peer_of_qp(struct rdma_sq_node *node, uint32_t qpn)
+{
+	for (uint32_t i = 0; i < node->npeers; i++)
+		if (node->peers[i].qp && node->peers[i].qp_num == qpn)
+			return &node->peers[i];
+	return NULL;
+}
+
+static void convert(struct rdma_sq_node *node, const struct ibv_wc *wc,
+		    struct rdma_sq_wc *out)
+{
+	struct rdma_sq_peer *p = peer_of_qp(node, wc->qp_num);
+
+	memset(out, 0, sizeof(*out));
+	out->wr_id = wc->wr_id;
+	out->peer = p ? p->id : UINT32_MAX;
+	out->opcode = map_opcode(wc);
+	out->ibv_status = wc->status;
+	out->status_text = ibv_wc_status_str(wc->status);
+	out->byte_len = wc->byte_len;
+	if (wc->status == IBV_WC_SUCCESS && (wc->wc_flags & IBV_WC_WITH_IMM))
+		out->imm = ntohl(wc->imm_data);
+	if (wc->status == IBV_WC_SUCCESS)
+		return;
+	out->status = -ECONNRESET;
+	if (p && wc->status != IBV_WC_WR_FLUSH_ERR)
+		rdma_sq_peer_fail(node, p,
+			"request %llu to %s failed: %s (vendor error 0x%x)",
+			(unsigned long long)wc->wr_id, p->who,
+			ibv_wc_status_str(wc->status), wc->vendor_err);
+	else if (p)
+		rdma_sq_peer_fail(node, p, "requests to %s were flushed: "
+				  "the connection is in the error state", p->who);
+}
+
+int rdma_sq_poll(struct rdma_sq_node *node, struct rdma_sq_wc *out, int max)
+{
+	int n = 0;
+
+	while (n < max && node->stash_pos < node->stash_n)
+		convert(node, &node->stash[node->stash_pos++], &out[n++]);
+	while (n < max) {
+		struct ibv_wc wc[16];
+		int want = max - n < 16 ? max - n : 16;
+		int got = ibv_poll_cq(node->cq, want, wc);
+
+		if (got < 0)
+			return -EIO;
+		for (int i = 0; i < got; i++)
+			convert(node, &wc[i], &out[n++]);
+		if (got < want)
+			break;
+	}
+	if (n == 0 && ++node->idle_polls >= CM_CHECK_EVERY) {
+		node->idle_polls = 0;
+		rdma_sq_cm_drain(node);
+	}
+	return n;
+}
+
+int rdma_sq_wait(struct rdma_sq_node *node, int timeout_ms)
+{
+	struct pollfd pfd[2] = {
+		{ .fd = node->cch->fd, .events = POLLIN },
+		{ .fd = node->ech->fd, .events = POLLIN },
+	};
+	int ret;
+
+	if (node->stash_pos < node->stash_n)
+		return 0;
+	if (!node->cq_armed) {
+		ret = ibv_req_notify_cq(node->cq, 0);
+		if (ret)
+			return -ret;
+		node->cq_armed = true;
+	}
+	/* A completion that arrived before the arm raises no event: look
+	 * once more after arming, keeping what we find for rdma_sq_poll. */
+	node->stash_pos = 0;
+	node->stash_n = ibv_poll_cq(node->cq, 32, node->stash);
+	if (node->stash_n < 0) {
+		node->stash_n = 0;
+		return -EIO;
+	}
+	if (node->stash_n > 0)
+		return 0;
+	ret = poll(pfd, 2, timeout_ms);
+	if (ret < 0)
+		return errno == EINTR ? 0 : -errno;
+	if (ret == 0)
+		return -ETIMEDOUT;
+	if (pfd[0].revents & POLLIN) {
+		struct ibv_cq *cq;
+		void *ctx;
+
+		if (ibv_get_cq_event(node->cch, &cq, &ctx) == 0) {
+			ibv_ack_cq_events(cq, 1);
+			node->cq_armed = false;
+		}
+	}
+	if (pfd[1].revents & POLLIN)
+		rdma_sq_cm_drain(node);
+	return 0;
+}

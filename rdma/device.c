@@ -1,0 +1,410 @@
+/*
+ * device.c - a node's device resources: the listener's address decides the
+ * device, then one protection domain, one completion queue with its
+ * completion channel, and the region's registration.
+ *
+ * Several members may share one RDMA device (Soft-RoCE with one address per
+ * member), so nothing here is chosen by name or index first: the listener
+ * is bound to the member's own address and the device is whatever rdma_cm
+ * says owns that address; a device named in the .cfg is only checked.
+ */
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <squall/version.h>
+
+#include "rdma/node.h"
+
+#define DEFAULT_WR 64
+#define MAX_WR 4096
+#define DEFAULT_SGE 4
+#define MAX_SGE 16
+
+void rdma_sq_log(struct rdma_sq_node *node, int level, const char *fmt, ...)
+{
+	char line[SQUALL_ERRMSG_MAX];
+	va_list ap;
+
+	if (!node->opt.log)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	node->opt.log(node->opt.log_arg, level, line);
+}
+
+uint64_t rdma_sq_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+/* errno of a failed call as a negative value, never 0. */
+static int neg_errno(void)
+{
+	return errno ? -errno : -EIO;
+}
+
+static int fill_options(struct rdma_sq_options *o, const struct rdma_sq_options *in,
+			struct squall_error *err)
+{
+	if (in)
+		*o = *in;
+	else
+		memset(o, 0, sizeof(*o));
+	if (!o->wire_major && !o->wire_minor) {
+		o->wire_major = SQUALL_WIRE_MAJOR;
+		o->wire_minor = SQUALL_WIRE_MINOR;
+	}
+	if (!o->max_send_wr)
+		o->max_send_wr = DEFAULT_WR;
+	if (!o->max_recv_wr)
+		o->max_recv_wr = DEFAULT_WR;
+	if (!o->max_sge)
+		o->max_sge = DEFAULT_SGE;
+	if (!o->ack_timeout)
+		o->ack_timeout = 16;
+	if (!o->retry_count)
+		o->retry_count = 6;
+	if (o->max_send_wr > MAX_WR || o->max_recv_wr > MAX_WR)
+		return squall_error_set(err, -EINVAL,
+			"rdma options: at most %d work requests per queue", MAX_WR);
+	if (o->max_sge > MAX_SGE)
+		return squall_error_set(err, -EINVAL,
+			"rdma options: at most %d scatter/gather entries", MAX_SGE);
+	if (o->retry_count > 7 || o->ack_timeout > 31)
+		return squall_error_set(err, -EINVAL,
+			"rdma options: retry_count is 0..7, ack_timeout 0..31");
+	return 0;
+}
+
+static int init_peers(struct rdma_sq_node *node, struct squall_error *err)
+{
+	const struct group_config *cfg = node->cfg;
+
+	node->npeers = cfg->nmembers;
+	node->peers = calloc(cfg->nmembers, sizeof(*node->peers));
+	if (!node->peers)
+		return squall_error_set(err, -ENOMEM, "out of memory for peers");
+	for (uint32_t i = 0; i < cfg->nmembers; i++) {
+		struct rdma_sq_peer *p = &node->peers[i];
+		const struct group_member_cfg *m = &cfg->members[i];
+
+		p->id = m->id;
+		p->mcfg = m;
+		p->active = node->my_id < m->id;
+		p->state = PEER_IDLE;
+		snprintf(p->who, sizeof(p->who), "member %u (%s:%u)", m->id,
+			 m->address, m->port);
+		if (m->id == node->my_id)
+			node->my_index = (int)i;
+	}
+	return 0;
+}
+
+static int parse_addr(const struct group_member_cfg *m, struct sockaddr_in *sa,
+		      struct squall_error *err)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons(m->port);
+	if (inet_pton(AF_INET, m->address, &sa->sin_addr) != 1)
+		return squall_error_set(err, -EINVAL,
+			"member %u: address '%s' is not an IPv4 literal",
+			m->id, m->address);
+	return 0;
+}
+
+/* Bind the listener to our own address: this also tells us the device. */
+static int bind_listener(struct rdma_sq_node *node, struct squall_error *err)
+{
+	const struct group_member_cfg *me = &node->cfg->members[node->my_index];
+	int ret;
+
+	node->ech = rdma_create_event_channel();
+	if (!node->ech)
+		return squall_error_set(err, neg_errno(),
+			"rdma_create_event_channel: %s", strerror(errno));
+	ret = set_nonblock(node->ech->fd);
+	if (ret)
+		return squall_error_set(err, ret, "fcntl(O_NONBLOCK) on the rdma_cm channel: %s",
+					strerror(-ret));
+	if (rdma_create_id(node->ech, &node->listen_id, NULL, RDMA_PS_TCP))
+		return squall_error_set(err, neg_errno(), "rdma_create_id: %s",
+					strerror(errno));
+	if (rdma_bind_addr(node->listen_id, (struct sockaddr *)&node->my_addr))
+		return squall_error_set(err, neg_errno(),
+			"rdma_bind_addr(%s:%u) for member %u: %s (is the address on an RDMA device?)",
+			me->address, me->port, me->id, strerror(errno));
+	node->ctx = node->listen_id->verbs;
+	node->port = node->listen_id->port_num;
+	if (!node->ctx)
+		return squall_error_set(err, -ENODEV,
+			"member %u: address %s is not owned by any RDMA device",
+			me->id, me->address);
+	if (node->cfg->device[0] &&
+	    strcmp(node->cfg->device, ibv_get_device_name(node->ctx->device)))
+		return squall_error_set(err, -ENODEV,
+			"member %u: address %s belongs to RDMA device %s, but the group names device %s",
+			me->id, me->address, ibv_get_device_name(node->ctx->device),
+			node->cfg->device);
+	return 0;
+}
+
+static int check_port(struct rdma_sq_node *node, struct squall_error *err)
+{
+	struct ibv_port_attr pa;
+	int ret = ibv_query_port(node->ctx, node->port, &pa);
+
+	if (ret)
+		return squall_error_set(err, -ret, "ibv_query_port(%s, %u): %s",
+			rdma_sq_device_name(node), node->port, strerror(ret));
+	if (pa.state != IBV_PORT_ACTIVE)
+		return squall_error_set(err, -ENETDOWN,
+			"RDMA device %s port %u is %s, not active",
+			rdma_sq_device_name(node), node->port,
+			ibv_port_state_str(pa.state));
+	rdma_sq_log(node, RDMA_SQ_LOG_INFO, "member %u on %s port %u, active MTU %d",
+		    node->my_id, rdma_sq_device_name(node), node->port,
+		    128 << pa.active_mtu);
+	return 0;
+}
+
+/* PD, completion channel, one CQ sized for every peer's queues. */
+static int alloc_queues(struct rdma_sq_node *node, struct squall_error *err)
+{
+	struct ibv_device_attr da;
+	uint32_t peers = node->npeers > 1 ? node->npeers - 1 : 1;
+	long want = (long)peers * (node->opt.max_send_wr + node->opt.max_recv_wr) + 16;
+	int ret = ibv_query_device(node->ctx, &da);
+
+	if (ret)
+		return squall_error_set(err, -ret, "ibv_query_device(%s): %s",
+					rdma_sq_device_name(node), strerror(ret));
+	if (want > da.max_cqe)
+		return squall_error_set(err, -EINVAL,
+			"%u peers x %u+%u work requests need %ld completion entries; %s allows %d",
+			peers, node->opt.max_send_wr, node->opt.max_recv_wr, want,
+			rdma_sq_device_name(node), da.max_cqe);
+	if ((int)node->opt.max_sge > da.max_sge)
+		node->opt.max_sge = (uint32_t)da.max_sge;
+	node->pd = ibv_alloc_pd(node->ctx);
+	if (!node->pd)
+		return squall_error_set(err, neg_errno(), "ibv_alloc_pd(%s): %s",
+					rdma_sq_device_name(node), strerror(errno));
+	node->cch = ibv_create_comp_channel(node->ctx);
+	if (!node->cch)
+		return squall_error_set(err, neg_errno(), "ibv_create_comp_channel: %s",
+					strerror(errno));
+	ret = set_nonblock(node->cch->fd);
+	if (ret)
+		return squall_error_set(err, ret, "fcntl(O_NONBLOCK) on the completion channel: %s",
+					strerror(-ret));
+	node->cq_size = (int)want;
+	node->cq = ibv_create_cq(node->ctx, node->cq_size, node, node->cch, 0);
+	if (!node->cq)
+		return squall_error_set(err, neg_errno(), "ibv_create_cq(%d entries): %s",
+					node->cq_size, strerror(errno));
+	node->mw_bind = da.max_mw > 0;
+	node->max_rd_atom = da.max_qp_rd_atom < da.max_qp_init_rd_atom ?
+		da.max_qp_rd_atom : da.max_qp_init_rd_atom;
+	if (node->max_rd_atom > 16)
+		node->max_rd_atom = 16;
+	return 0;
+}
+
+static int region_access(const struct rdma_sq_node *node)
+{
+	int a = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+		IBV_ACCESS_REMOTE_READ;
+
+	return node->mw_bind ? a | IBV_ACCESS_MW_BIND : a;
+}
+
+int rdma_sq_create(const struct group_config *cfg, uint32_t my_id,
+		   void *region, size_t region_len,
+		   const struct rdma_sq_options *opt,
+		   struct rdma_sq_node **out, struct squall_error *err)
+{
+	struct rdma_sq_node *node;
+	int ret;
+
+	squall_error_clear(err);
+	if (!cfg || !out || !region || !region_len)
+		return squall_error_set(err, -EINVAL,
+			"rdma_sq_create: cfg, region and out are required");
+	if (cfg->nmembers == 0 || cfg->nmembers > GROUP_CONFIG_MAX_MEMBERS)
+		return squall_error_set(err, -EINVAL,
+			"rdma_sq_create: the group has %u members", cfg->nmembers);
+	node = calloc(1, sizeof(*node));
+	if (!node)
+		return squall_error_set(err, -ENOMEM, "out of memory for the node");
+	node->cfg = cfg;
+	node->my_id = my_id;
+	node->my_index = -1;
+	node->region = region;
+	node->region_len = region_len;
+	ret = fill_options(&node->opt, opt, err);
+	if (!ret)
+		ret = init_peers(node, err);
+	if (!ret && node->my_index < 0)
+		ret = squall_error_set(err, -ENOENT,
+			"member %u is not in the group (%s)", my_id, cfg->path);
+	if (!ret)
+		ret = parse_addr(&cfg->members[node->my_index], &node->my_addr, err);
+	if (!ret)
+		ret = bind_listener(node, err);
+	if (!ret)
+		ret = check_port(node, err);
+	if (!ret)
+		ret = alloc_queues(node, err);
+	if (!ret) {
+		node->region_mr = ibv_reg_mr(node->pd, region, region_len,
+					     region_access(node));
+		if (!node->region_mr)
+			ret = squall_error_set(err, neg_errno(),
+				"ibv_reg_mr(region, %zu bytes): %s", region_len,
+				strerror(errno));
+	}
+	if (ret) {
+		rdma_sq_destroy(node);
+		return ret;
+	}
+	*out = node;
+	return 0;
+}
+
+static void destroy_peer(struct rdma_sq_peer *p)
+{
+	if (!p->cm)
+		return;
+	if (p->state == PEER_UP)
+		rdma_disconnect(p->cm);
+	if (p->cm->qp)
+		rdma_destroy_qp(p->cm);
+	rdma_destroy_id(p->cm);
+	p->cm = NULL;
+	p->qp = NULL;
+}
+
+void rdma_sq_destroy(struct rdma_sq_node *node)
+{
+	if (!node)
+		return;
+	for (uint32_t i = 0; node->peers && i < node->npeers; i++)
+		destroy_peer(&node->peers[i]);
+	if (node->listen_id)
+		rdma_destroy_id(node->listen_id);
+	while (node->mrs) {
+		struct rdma_sq_mr *m = node->mrs;
+
+		node->mrs = m->next;
+		ibv_dereg_mr(m->mr);
+		free(m);
+	}
+	if (node->region_mr)
+		ibv_dereg_mr(node->region_mr);
+	if (node->cq)
+		ibv_destroy_cq(node->cq);
+	if (node->cch)
+		ibv_destroy_comp_channel(node->cch);
+	if (node->pd)
+		ibv_dealloc_pd(node->pd);
+	if (node->ech)
+		rdma_destroy_event_channel(node->ech);
+	free(node->peers);
+	free(node);
+}
+
+uint32_t rdma_sq_my_id(const struct rdma_sq_node *node)
+{
+	return node->my_id;
+}
+
+uint32_t rdma_sq_nmembers(const struct rdma_sq_node *node)
+{
+	return node->npeers;
+}
+
+const char *rdma_sq_device_name(const struct rdma_sq_node *node)
+{
+	return node->ctx ? ibv_get_device_name(node->ctx->device) : "";
+}
+
+uint8_t rdma_sq_port(const struct rdma_sq_node *node)
+{
+	return node->port;
+}
+
+int rdma_sq_reg_mr(struct rdma_sq_node *node, void *ptr, size_t len,
+		   int access, struct rdma_sq_mr **out,
+		   struct squall_error *err)
+{
+	struct rdma_sq_mr *m;
+
+	if (!node || !ptr || !len || !out)
+		return squall_error_set(err, -EINVAL, "rdma_sq_reg_mr: bad arguments");
+	if (!access)
+		access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			 IBV_ACCESS_REMOTE_READ;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return squall_error_set(err, -ENOMEM, "out of memory for a registration");
+	m->mr = ibv_reg_mr(node->pd, ptr, len, access);
+	if (!m->mr) {
+		int ret = neg_errno();
+
+		free(m);
+		return squall_error_set(err, ret, "ibv_reg_mr(%p, %zu bytes): %s",
+					ptr, len, strerror(-ret));
+	}
+	m->next = node->mrs;
+	node->mrs = m;
+	*out = m;
+	return 0;
+}
+
+uint32_t rdma_sq_mr_rkey(const struct rdma_sq_mr *mr)
+{
+	return mr->mr->rkey;
+}
+
+uint32_t rdma_sq_mr_lkey(const struct rdma_sq_mr *mr)
+{
+	return mr->mr->lkey;
+}
+
+int rdma_sq_dereg_mr(struct rdma_sq_node *node, struct rdma_sq_mr *mr,
+		     struct squall_error *err)
+{
+	struct rdma_sq_mr **pp;
+	int ret;
+
+	for (pp = &node->mrs; *pp && *pp != mr; pp = &(*pp)->next)
+		;
+	if (!*pp)
+		return squall_error_set(err, -ENOENT,
+			"rdma_sq_dereg_mr: not a registration of this node");
+	ret = ibv_dereg_mr(mr->mr);
+	if (ret)
+		return squall_error_set(err, -ret, "ibv_dereg_mr: %s", strerror(ret));
+	*pp = mr->next;
+	free(mr);
+	return 0;
+}

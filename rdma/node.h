@@ -1,0 +1,113 @@
+/*
+ * node.h - the inside of a struct rdma_sq_node, shared by the files of rdma/.
+ *
+ * Peers are kept in the order of cfg->members (index = position in the
+ * .cfg); the member's own slot is unused. A peer moves IDLE -> (connecting
+ * states) -> UP -> DEAD; DEAD is final for the node's life.
+ */
+#ifndef SQUALL_RDMA_NODE_H
+#define SQUALL_RDMA_NODE_H
+
+#include <netinet/in.h>
+#include <rdma/rdma_cma.h>
+#include <infiniband/verbs.h>
+
+#include <squall/rdma.h>
+
+#include "rdma/conn_data.h"
+
+enum rdma_sq_peer_state {
+	PEER_IDLE,         /* nothing in flight (active: next try due) */
+	PEER_RETRY_WAIT,   /* active: waiting until retry_at_ms */
+	PEER_RESOLVING,    /* active: address or route being resolved */
+	PEER_CONNECTING,   /* active: connect request sent */
+	PEER_ACCEPTING,    /* passive: accept sent, waiting for ESTABLISHED */
+	PEER_UP,
+	PEER_DEAD,
+};
+
+struct rdma_sq_mr {
+	struct ibv_mr *mr;
+	struct rdma_sq_mr *next;
+};
+
+struct rdma_sq_peer {
+	uint32_t id;
+	const struct group_member_cfg *mcfg;
+	bool active;                  /* we connect (our id is lower) */
+	enum rdma_sq_peer_state state;
+	struct rdma_cm_id *cm;
+	struct ibv_qp *qp;            /* == cm->qp once created */
+	uint32_t qp_num;
+	uint64_t retry_at_ms;
+	unsigned attempts;
+	struct rdma_sq_hello remote;  /* what the peer told us */
+	char who[96];                 /* "member 2 (10.77.0.2:7001)" */
+	char last_try[256];           /* why the last attempt failed */
+	char error[SQUALL_ERRMSG_MAX];/* why the peer is dead */
+};
+
+struct rdma_sq_node {
+	const struct group_config *cfg;
+	uint32_t my_id;
+	int my_index;
+	struct rdma_sq_options opt;
+	struct sockaddr_in my_addr;
+
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *listen_id;
+	struct ibv_context *ctx;      /* owned by librdmacm */
+	uint8_t port;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *cch;
+	struct ibv_cq *cq;
+	int cq_size;
+	bool cq_armed;                /* notification requested, not yet read */
+	bool mw_bind;                 /* the device has memory windows */
+	int max_rd_atom;              /* outstanding READs per QP */
+	/* Completions taken by rdma_sq_wait (to close the arm/poll race)
+	 * and not yet handed out by rdma_sq_poll. */
+	struct ibv_wc stash[32];
+	int stash_n, stash_pos;
+
+	void *region;
+	size_t region_len;
+	struct ibv_mr *region_mr;
+	struct rdma_sq_mr *mrs;       /* extra registrations */
+
+	unsigned idle_polls;          /* empty polls since the last cm check */
+	uint32_t npeers;              /* == cfg->nmembers */
+	struct rdma_sq_peer *peers;
+};
+
+/* A peer's state is written by the thread that polls (and by connect_all)
+ * and read by posting threads: the release store publishes the peer's
+ * error text and remote target before the state that says to look at
+ * them. */
+static inline enum rdma_sq_peer_state rdma_sq_peer_state(const struct rdma_sq_peer *p)
+{
+	return __atomic_load_n(&p->state, __ATOMIC_ACQUIRE);
+}
+
+static inline void rdma_sq_set_state(struct rdma_sq_peer *p, enum rdma_sq_peer_state s)
+{
+	__atomic_store_n(&p->state, s, __ATOMIC_RELEASE);
+}
+
+/* device.c */
+void rdma_sq_log(struct rdma_sq_node *node, int level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+uint64_t rdma_sq_now_ms(void);
+
+/* conn.c */
+struct rdma_sq_peer *rdma_sq_peer_by_id(struct rdma_sq_node *node, uint32_t id);
+/* Mark a peer dead with a reason (first reason wins) and move its QP to
+ * the error state so outstanding requests flush. */
+void rdma_sq_peer_fail(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+		       const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Handle every pending connection event without blocking (after
+ * connect_all: disconnects). Returns 0 or a negative errno. */
+int rdma_sq_cm_drain(struct rdma_sq_node *node);
+
+#endif /* SQUALL_RDMA_NODE_H */

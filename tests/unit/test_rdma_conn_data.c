@@ -1,0 +1,110 @@
+/*
+ * test_rdma_conn_data.c - the connection private data: its byte layout, decoding
+ * of short, padded and foreign records, and the version rule.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rdma/conn_data.h"
+
+static const struct rdma_sq_hello sample = {
+	.major = 1, .minor = 7, .member_id = 0x01020304, .rkey = 0xa1b2c3d4,
+	.addr = 0x1122334455667788ull, .len = 0x0000000100000040ull,
+};
+
+static void test_fits_rc_private_data(void **state)
+{
+	(void)state;
+	/* RC connect private data is at most 56 bytes. */
+	assert_true(RDMA_SQ_WIRE_LEN <= 56);
+}
+
+static void test_layout_is_little_endian(void **state)
+{
+	uint8_t b[RDMA_SQ_WIRE_LEN];
+	static const uint8_t want[RDMA_SQ_WIRE_LEN] = {
+		'S', 'Q', 'A', 'L',             /* magic */
+		1, 0, 7, 0,                     /* major, minor */
+		0x04, 0x03, 0x02, 0x01,         /* member id */
+		0xd4, 0xc3, 0xb2, 0xa1,         /* rkey */
+		0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* addr */
+		0x40, 0, 0, 0, 1, 0, 0, 0,      /* len */
+	};
+
+	(void)state;
+	rdma_sq_hello_encode(&sample, b);
+	assert_memory_equal(b, want, sizeof(want));
+}
+
+static void test_round_trip_with_padding(void **state)
+{
+	uint8_t b[56];
+	struct rdma_sq_hello h;
+
+	(void)state;
+	memset(b, 0xee, sizeof(b));     /* the CM pads with whatever */
+	rdma_sq_hello_encode(&sample, b);
+	assert_int_equal(rdma_sq_hello_decode(b, sizeof(b), &h), 0);
+	assert_int_equal(h.major, sample.major);
+	assert_int_equal(h.minor, sample.minor);
+	assert_int_equal(h.member_id, sample.member_id);
+	assert_int_equal(h.rkey, sample.rkey);
+	assert_true(h.addr == sample.addr);
+	assert_true(h.len == sample.len);
+}
+
+static void test_rejects_short_foreign_and_missing(void **state)
+{
+	uint8_t b[RDMA_SQ_WIRE_LEN];
+	uint8_t zeros[148] = { 0 };
+	struct rdma_sq_hello h;
+
+	(void)state;
+	rdma_sq_hello_encode(&sample, b);
+	assert_int_equal(rdma_sq_hello_decode(b, RDMA_SQ_WIRE_LEN - 1, &h), -EPROTO);
+	assert_int_equal(rdma_sq_hello_decode(NULL, 0, &h), -EPROTO);
+	/* A reject by the CM itself (nobody listening) carries zeros. */
+	assert_int_equal(rdma_sq_hello_decode(zeros, sizeof(zeros), &h), -EPROTO);
+	b[0] ^= 1;
+	assert_int_equal(rdma_sq_hello_decode(b, sizeof(b), &h), -EPROTO);
+}
+
+static void test_version_rule(void **state)
+{
+	struct rdma_sq_hello peer = sample;
+	struct squall_error err;
+
+	(void)state;
+	squall_error_clear(&err);
+	/* Minor versions may differ. */
+	assert_int_equal(rdma_sq_hello_check_version(&peer, 1, 0, "member 2", &err), 0);
+	assert_int_equal(err.code, 0);
+	peer.major = 2;
+	peer.minor = 3;
+	assert_int_equal(rdma_sq_hello_check_version(&peer, 1, 0,
+			 "member 2 (10.77.0.2:7000)", &err), -EPROTO);
+	assert_int_equal(err.code, -EPROTO);
+	assert_non_null(strstr(err.msg, "member 2 (10.77.0.2:7000)"));
+	assert_non_null(strstr(err.msg, "2.3"));
+	assert_non_null(strstr(err.msg, "1.0"));
+	/* A NULL error record is allowed. */
+	assert_int_equal(rdma_sq_hello_check_version(&peer, 1, 0, "x", NULL), -EPROTO);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fits_rc_private_data),
+		cmocka_unit_test(test_layout_is_little_endian),
+		cmocka_unit_test(test_round_trip_with_padding),
+		cmocka_unit_test(test_rejects_short_foreign_and_missing),
+		cmocka_unit_test(test_version_rule),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

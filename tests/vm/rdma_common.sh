@@ -1,0 +1,68 @@
+# Sourced by the rdma VM tests: start rdma_ping members in the background,
+# wait for them with a deadline, kill leftovers on exit.
+# Members are 10.77.0.1..N (one address per member on the VM's rxe device).
+set -u
+PING=${BUILD:?BUILD must name the build folder}/examples/rdma_ping
+[ -x "$PING" ] || { echo "FAIL: $PING is not built" >&2; exit 1; }
+OUT=$(mktemp -d /tmp/squall-rdma-test.XXXXXX)
+declare -A PID
+cleanup() {
+    for p in "${PID[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    wait 2>/dev/null || true
+}
+trap cleanup EXIT INT TERM
+
+# members N BASEPORT: the --member arguments for members 1..N
+members() {
+    local n=$1 port=$2 i args=""
+    for i in $(seq 1 "$n"); do
+        args="$args --member $i,10.77.0.$i,$((port + i))"
+    done
+    echo "$args"
+}
+
+# start ID ARGS...: run member ID in the background, output in $OUT/ID.{out,err}
+start() {
+    local id=$1
+    shift
+    "$PING" --id "$id" "$@" >"$OUT/$id.out" 2>"$OUT/$id.err" &
+    PID[$id]=$!
+}
+
+# finish ID SECONDS: wait for member ID to exit within SECONDS; sets RC to
+# its status (124 when it had to be killed). Not in a subshell: the member
+# must be this shell's child.
+finish() {
+    local id=$1 limit=$2 t=0
+    while kill -0 "${PID[$id]}" 2>/dev/null; do
+        if [ "$t" -ge $((limit * 10)) ]; then
+            kill -9 "${PID[$id]}" 2>/dev/null
+            wait "${PID[$id]}" 2>/dev/null
+            unset "PID[$id]"
+            RC=124
+            return
+        fi
+        sleep 0.1
+        t=$((t + 1))
+    done
+    RC=0
+    wait "${PID[$id]}" || RC=$?
+    unset "PID[$id]"
+}
+
+show() {
+    local id=$1
+    echo "--- member $id stdout"; cat "$OUT/$id.out"
+    echo "--- member $id stderr"; cat "$OUT/$id.err"
+}
+
+fail() {
+    echo "FAIL: $*"
+    for f in "$OUT"/*.out; do show "$(basename "$f" .out)"; done
+    exit 1
+}
+
+# expect FILE PATTERN WHAT: the file must contain PATTERN (extended regex).
+expect() {
+    grep -Eq -- "$2" "$1" || fail "$3: no line matching '$2' in $1"
+}
