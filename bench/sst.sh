@@ -63,6 +63,7 @@ ROUNDS=${SST_BENCH_ROUNDS:-3}
 port=7650
 xport=18515
 sst_lat=()
+spin_lat=()
 ib_lat=()
 ib_avg=()
 run_pair() { # ARGS...: run members 1 and 2 with ARGS; output in $OUT/b1, $OUT/b2
@@ -78,6 +79,11 @@ for r in $(seq 1 "$ROUNDS"); do
     run_pair --iters "$ITERS" --busy-only
     grep -E "^(LAT|BUSY)" "$OUT/b1"
     sst_lat+=("$(grep "^LAT busy" "$OUT/b1" | sed 's/.* half_rtt_med_us=\([0-9.]*\).*/\1/')")
+    # The same path with the idle policy out of the way (never sleeps):
+    # what the push itself costs, apart from sleeping and waking.
+    run_pair --iters "$ITERS" --busy-only --spin-us 1000000 --spin-max-us 1000000
+    grep -E "^(LAT|BUSY)" "$OUT/b1"
+    spin_lat+=("$(grep "^LAT busy" "$OUT/b1" | sed 's/.* half_rtt_med_us=\([0-9.]*\).*/\1/')")
     lat=$(perftest ib_write_lat "$xport" -s 8 -n "$ITERS")
     xport=$((xport + 1))
     echo "$lat" | grep -E "^ *(#bytes|8 )"
@@ -87,6 +93,7 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 busy=$(median "${sst_lat[@]}")
+spin=$(median "${spin_lat[@]}")
 ib=$(median "${ib_lat[@]}")
 
 # Wake-up latency, pushes/s and idle CPU: one run.
@@ -110,9 +117,11 @@ echo
 echo "SST vs ib_write_lat on $DEV, same VM run (8-byte column; latency = half round trip, median)"
 printf "%-44s %s\n" measure value
 printf "%-44s %s\n" "push seen by peer, busy, per round us" "${sst_lat[*]}"
+printf "%-44s %s\n" "same, never sleeping (spin 1 s), per round" "${spin_lat[*]}"
 printf "%-44s %s\n" "ib_write_lat -s 8 t_typical, per round us" "${ib_lat[*]}"
 printf "%-44s %s\n" "ib_write_lat -s 8 t_avg, per round us" "${ib_avg[*]}"
 printf "%-44s %s\n" "push seen by peer, busy, median of rounds" "$busy"
+printf "%-44s %s\n" "same, never sleeping, median of rounds" "$spin"
 printf "%-44s %s\n" "ib_write_lat t_typical, median of rounds" "$ib"
 printf "%-44s %s\n" "push seen, both asleep (wake), median us" "$wake"
 printf "%-44s %s\n" "push seen, both asleep (wake), p99 us" "$wake_p99"
