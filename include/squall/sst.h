@@ -136,7 +136,7 @@ struct sst_options {
 	uint32_t suspect_timeout_ms;
 	/* How long the progress thread keeps polling after the last work
 	 * before it blocks: spin_us (default 50 us), stretched up to
-	 * spin_max_us (default 5000 us) while sleeps keep ending with work
+	 * spin_max_us (default 20000 us) while sleeps keep ending with work
 	 * soon after they begin (see sst_idle in sst/predicates.h). */
 	uint32_t spin_us;
 	uint32_t spin_max_us;

@@ -5,7 +5,7 @@
 # Phase 1 (counters): every member increments its counter COUNT times with
 # a push per increment; each must see every counter only grow and end at
 # COUNT, its one-shot fire once, its recurrent watcher run until removed.
-# Phase 2 (kill): members push a counter every 50 ms; member N is killed
+# Phase 2 (kill): members push a counter every 200 ms; member N is killed
 # with kill -9; every survivor must suspect it within 2 x the timeout of
 # the kill, and keep seeing the other survivors' counters advance.
 # Phase 3 (stop): the same with SIGSTOP, which leaves the connections up:
@@ -87,7 +87,7 @@ done
 echo "counters: $N members x $COUNT increments, all seen, in $((t1 - t0)) s"
 
 # --- phases 2 and 3: one member fails ----------------------------------------
-# fail_one SIGNAL BASEPORT WHY: members push a counter every 50 ms; member N
+# fail_one SIGNAL BASEPORT WHY: members push a counter every 200 ms; member N
 # gets SIGNAL (KILL: the process and its connections die; STOP: it freezes,
 # its connections stay up and only its heartbeat stops). Every survivor
 # must suspect it within 2 x the timeout, for a reason matching WHY (its
@@ -98,7 +98,7 @@ fail_one() {
     local limit=$((2 * TIMEOUT_MS)) M
     M=$(members "$port")
     for i in $(seq 1 "$N"); do
-        start "$sig" "$i" $M --mode suspect --timeout-ms "$TIMEOUT_MS" --heartbeat-ms 100 --period-us 50000 --after-ms 3000
+        start "$sig" "$i" $M --mode suspect --timeout-ms "$TIMEOUT_MS" --heartbeat-ms 100 --period-us 200000 --after-ms 3000
     done
     for t in $(seq 1 1200); do
         n=$(cat "$OUT"/"$sig".*.out 2>/dev/null | grep -c "^READY" || true)
