@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# squall-bench: vm 2
+# The SST between two members next to ib_write_lat on the same RDMA device
+# in the same run: time from a push until the peer's predicate sees it
+# (half the ping-pong round trip, as ib_write_lat reports half the round
+# trip of RDMA writes), the same when both members were asleep (wake-up),
+# pushes/s from the application thread, and the idle CPU of a member with
+# no traffic but heartbeats.
+set -euo pipefail
+BENCH=$BUILD/bench/sst_bench
+DEV=${SQUALL_BENCH_DEVICE:-rxe0}
+A1=10.77.0.1
+A2=10.77.0.2
+ITERS=${SST_BENCH_ITERS:-2000}
+OUT=$(mktemp -d /tmp/squall-bench-sst.XXXXXX)
+pids=()
+trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done' EXIT INT TERM
+
+# The GID index of an IPv4 address on the device (RoCE v2), from sysfs.
+gid_index() {
+    local addr=$1 hex g
+    hex=$(printf '%02x%02x:%02x%02x' $(echo "$addr" | tr . ' '))
+    for g in /sys/class/infiniband/$DEV/ports/1/gids/*; do
+        local n=${g##*/}
+        if [ "$(cat "$g")" = "0000:0000:0000:0000:0000:ffff:$hex" ] &&
+           grep -q "RoCE v2" "/sys/class/infiniband/$DEV/ports/1/gid_attrs/types/$n" 2>/dev/null; then
+            echo "$n"
+            return
+        fi
+    done
+    echo "no RoCE v2 GID for $addr on $DEV" >&2
+    exit 1
+}
+
+# perftest TOOL PORT ARGS...: server on A2's GID, client on A1's GID
+# connecting (TCP exchange) to A2; prints the client's output.
+perftest() {
+    local tool=$1 port=$2 x1 x2
+    shift 2
+    x1=$(gid_index $A1)
+    x2=$(gid_index $A2)
+    local cmd_s="$tool -d $DEV -i 1 -x $x2 -p $port $*"
+    local cmd_c="$tool -d $DEV -i 1 -x $x1 -p $port $* $A2"
+    echo "# server: $cmd_s"
+    echo "# client: $cmd_c"
+    timeout 300 $cmd_s >"$OUT/server.$port" 2>&1 &
+    pids+=($!)
+    sleep 1
+    local tries=0
+    until timeout 300 $cmd_c >"$OUT/client.$port" 2>&1; do
+        tries=$((tries + 1))
+        if [ $tries -ge 10 ]; then cat "$OUT/client.$port" "$OUT/server.$port" >&2; exit 1; fi
+        sleep 1
+    done
+    wait "${pids[-1]}" || true
+    cat "$OUT/client.$port"
+}
+
+# The host's load moves latencies a lot from one second to the next, so
+# the SST's busy latency and ib_write_lat are measured in alternation,
+# ROUNDS times each, and each side's figure is the median of its rounds.
+ROUNDS=${SST_BENCH_ROUNDS:-3}
+port=7650
+xport=18515
+sst_lat=()
+spin_lat=()
+ib_lat=()
+ib_avg=()
+run_pair() { # ARGS...: run members 1 and 2 with ARGS; output in $OUT/b1, $OUT/b2
+    local M="--member 1,$A1,$((port + 1)) --member 2,$A2,$((port + 2))"
+    port=$((port + 2))
+    echo "# sst_bench: $BENCH --id N $M $*"
+    "$BENCH" --id 2 $M "$@" >"$OUT/b2" 2>&1 &
+    pids+=($!)
+    "$BENCH" --id 1 $M "$@" >"$OUT/b1" 2>&1 || { cat "$OUT/b1" "$OUT/b2"; exit 1; }
+    wait "${pids[-1]}" || { cat "$OUT/b2"; exit 1; }
+}
+for r in $(seq 1 "$ROUNDS"); do
+    run_pair --iters "$ITERS" --busy-only
+    grep -E "^(LAT|BUSY)" "$OUT/b1"
+    sst_lat+=("$(grep "^LAT busy" "$OUT/b1" | sed 's/.* half_rtt_med_us=\([0-9.]*\).*/\1/')")
+    # The same path with the idle policy out of the way (never sleeps):
+    # what the push itself costs, apart from sleeping and waking.
+    run_pair --iters "$ITERS" --busy-only --spin-us 1000000 --spin-max-us 1000000
+    grep -E "^(LAT|BUSY)" "$OUT/b1"
+    spin_lat+=("$(grep "^LAT busy" "$OUT/b1" | sed 's/.* half_rtt_med_us=\([0-9.]*\).*/\1/')")
+    lat=$(perftest ib_write_lat "$xport" -s 8 -n "$ITERS")
+    xport=$((xport + 1))
+    echo "$lat" | grep -E "^ *(#bytes|8 )"
+    # columns: #bytes #iterations t_min t_max t_typical t_avg ...
+    ib_lat+=("$(echo "$lat" | awk '$1 == 8 && NF >= 6 {print $5}')")
+    ib_avg+=("$(echo "$lat" | awk '$1 == 8 && NF >= 6 {print $6}')")
+done
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+busy=$(median "${sst_lat[@]}")
+spin=$(median "${spin_lat[@]}")
+ib=$(median "${ib_lat[@]}")
+
+# Wake-up latency, pushes/s and idle CPU: one run.
+run_pair --iters "$ITERS" --wake-iters 100 --pushes 50000 --idle-s 5
+cat "$OUT/b1" "$OUT/b2"
+
+field() { # FILE PREFIX KEY
+    grep "^$2" "$1" | head -n1 | sed "s/.* $3=\([0-9.]*\).*/\1/"
+}
+wake=$(field "$OUT/b1" "LAT wake" half_rtt_med_us)
+wake_p99=$(field "$OUT/b1" "LAT wake" half_rtt_p99_us)
+sleeps=$(field "$OUT/b1" "WAKE" sleeps_during)
+pps=$(field "$OUT/b1" "PUSHES" pushes_per_s)
+wps=$(field "$OUT/b1" "PUSHES" writes_per_s)
+idle1=$(field "$OUT/b1" "IDLE" cpu_pct)
+idle2=$(field "$OUT/b2" "IDLE" cpu_pct)
+idle=$(awk -v a="$idle1" -v b="$idle2" 'BEGIN { print (a > b) ? a : b }')
+ratio=$(awk -v a="$busy" -v b="$ib" 'BEGIN { printf "%.2f", a / b }')
+
+echo
+echo "SST vs ib_write_lat on $DEV, same VM run (8-byte column; latency = half round trip, median)"
+printf "%-44s %s\n" measure value
+printf "%-44s %s\n" "push seen by peer, busy, per round us" "${sst_lat[*]}"
+printf "%-44s %s\n" "same, never sleeping (spin 1 s), per round" "${spin_lat[*]}"
+printf "%-44s %s\n" "ib_write_lat -s 8 t_typical, per round us" "${ib_lat[*]}"
+printf "%-44s %s\n" "ib_write_lat -s 8 t_avg, per round us" "${ib_avg[*]}"
+printf "%-44s %s\n" "push seen by peer, busy, median of rounds" "$busy"
+printf "%-44s %s\n" "same, never sleeping, median of rounds" "$spin"
+printf "%-44s %s\n" "ib_write_lat t_typical, median of rounds" "$ib"
+printf "%-44s %s\n" "push seen, both asleep (wake), median us" "$wake"
+printf "%-44s %s\n" "push seen, both asleep (wake), p99 us" "$wake_p99"
+printf "%-44s %s\n" "member 1 sleeps during the wake test" "$sleeps"
+printf "%-44s %s\n" "pushes/s (application thread)" "$pps"
+printf "%-44s %s\n" "RDMA writes/s behind them" "$wps"
+printf "%-44s %s\n" "idle CPU %, member 1" "$idle1"
+printf "%-44s %s\n" "idle CPU %, member 2" "$idle2"
+echo "SUMMARY sst push_seen_us=$busy ib_write_lat_us=$ib ratio=$ratio idle_cpu_pct=$idle"

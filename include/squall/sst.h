@@ -1,0 +1,255 @@
+/*
+ * sst.h - the shared state table: squall's control plane.
+ *
+ * One row per member, with columns declared once when the group starts
+ * (64-bit counters, flags, small fixed arrays). Every member holds a copy
+ * of the whole table in its region; it writes only its own row and pushes
+ * it (or a column range of it) into every peer's copy with one-sided RDMA
+ * writes. A progress thread evaluates registered predicates over the local
+ * copy and runs their triggers, advances a heartbeat column and suspects
+ * members whose heartbeat stops or whose writes fail.
+ *
+ * Row layout: a 64-byte header the SST uses (SST_HDR_*), then the declared
+ * columns in declaration order. Every field starts on an 8-byte boundary; a
+ * field of at most 64 bytes never straddles a cache line, a larger one
+ * starts on a line; rows are padded to whole cache lines. The same
+ * declaration gives the same layout on every member, and the same
+ * fingerprint.
+ *
+ * Calls return 0 (or a value) or a negative errno; the library never prints.
+ */
+#ifndef SQUALL_SST_H
+#define SQUALL_SST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <squall/error.h>
+
+#define SST_CACHE_LINE 64
+#define SST_COL_NAME_MAX 32
+#define SST_MAX_COLUMNS 256
+#define SST_ARRAY_MAX_BYTES 4096
+/* Members a table can hold: one bit each in the suspicion word. */
+#define SST_MAX_MEMBERS 64
+
+/* The row header, at the start of every row. */
+#define SST_HDR_FINGERPRINT 0  /* the table's fingerprint, 0 = not pushed yet */
+#define SST_HDR_HEARTBEAT 8    /* advanced every heartbeat period */
+#define SST_HDR_SUSPECTED 16   /* bit j: this member suspects member rank j */
+#define SST_HDR_SIZE 64
+
+/* What a column holds. */
+enum sst_col_type {
+	SST_COL_U64 = 1,   /* one 64-bit counter or value */
+	SST_COL_FLAG,      /* one 64-bit word used as a boolean */
+	SST_COL_U64_ARRAY, /* `count` 64-bit words */
+	SST_COL_BYTES,     /* `count` bytes, padded to a multiple of 8 */
+};
+
+/* One column of the declaration. count: 0 or 1 for scalars; elements for
+ * SST_COL_U64_ARRAY; bytes for SST_COL_BYTES (arrays hold at most
+ * SST_ARRAY_MAX_BYTES bytes). Names are unique, 1..31 characters. */
+struct sst_column {
+	const char *name;
+	enum sst_col_type type;
+	uint32_t count;
+};
+
+/* ----- Layout ------------------------------------------------------------ */
+
+struct sst_layout;
+
+/* Compute the row layout of a declaration of ncols columns. Returns 0 with
+ * *out set, or -EINVAL (err names the column) or -ENOMEM. */
+int sst_layout_create(const struct sst_column *cols, uint32_t ncols,
+		      struct sst_layout **out, struct squall_error *err);
+
+/* Free a layout. Safe on NULL. */
+void sst_layout_destroy(struct sst_layout *l);
+
+/* Number of declared columns. */
+uint32_t sst_layout_ncols(const struct sst_layout *l);
+
+/* Index of the column called name, or -ENOENT. */
+int sst_layout_find(const struct sst_layout *l, const char *name);
+
+/* Byte offset of column col from the start of a row, its size in bytes,
+ * its element count and its type. col must be < sst_layout_ncols(). */
+size_t sst_layout_offset(const struct sst_layout *l, uint32_t col);
+size_t sst_layout_col_size(const struct sst_layout *l, uint32_t col);
+uint32_t sst_layout_col_count(const struct sst_layout *l, uint32_t col);
+enum sst_col_type sst_layout_col_type(const struct sst_layout *l, uint32_t col);
+
+/* Bytes of one row: the header plus every column, a multiple of
+ * SST_CACHE_LINE. */
+size_t sst_layout_row_size(const struct sst_layout *l);
+
+/* A non-zero 64-bit digest of the declaration and the resulting layout
+ * (names, types, counts, offsets, row size, placement rule version).
+ * Members compare it to know they agree on the layout. */
+uint64_t sst_layout_fingerprint(const struct sst_layout *l);
+
+/* Bytes of a whole table of nmembers rows. */
+size_t sst_table_size(const struct sst_layout *l, uint32_t nmembers);
+
+/* ----- Predicates -------------------------------------------------------- */
+
+struct sst;
+
+typedef uint64_t sst_pred_id;
+
+/* When a trigger runs. */
+enum sst_pred_kind {
+	SST_PRED_ONESHOT = 1, /* the first time the predicate holds; then gone */
+	SST_PRED_RECURRENT,   /* every evaluation pass in which it holds */
+	SST_PRED_TRANSITION,  /* every pass at which it goes from false to
+				 true (it counts as false before its first
+				 evaluation) */
+};
+
+/* A predicate reads the local table (sst_get and friends) and must not
+ * block; a trigger may write and push the member's own row and add or
+ * remove predicates, its own included. Both run on the progress thread. */
+typedef bool (*sst_pred_fn)(struct sst *t, void *arg);
+typedef void (*sst_trigger_fn)(struct sst *t, void *arg);
+
+/* ----- The table --------------------------------------------------------- */
+
+struct rdma_sq_node;
+struct group_config;
+
+/* Called on the progress thread once per member the local member comes to
+ * suspect: `rank` (index in the .cfg member list) is suspected, first by
+ * member rank `by` (the local rank when this member detected it itself),
+ * for the reason in `why`. When rank is the local member's own rank, some
+ * peer suspects this member. */
+typedef void (*sst_suspect_fn)(struct sst *t, uint32_t rank, uint32_t by,
+			       const char *why, void *arg);
+
+/* Options for sst_create; zero fields take the defaults. */
+struct sst_options {
+	/* Heartbeat period and suspicion timeout; 0 = the .cfg values
+	 * (sst.heartbeat_ms, sst.suspect_timeout_ms), else 100 and 1000. */
+	uint32_t heartbeat_ms;
+	uint32_t suspect_timeout_ms;
+	/* How long the progress thread keeps polling after the last work
+	 * before it blocks: spin_us (default 50 us), stretched up to
+	 * spin_max_us (default 20000 us) while sleeps keep ending with work
+	 * soon after they begin (see sst_idle in sst/predicates.h). */
+	uint32_t spin_us;
+	uint32_t spin_max_us;
+	/* Writes to one peer not yet known complete (default 16) and one
+	 * signaled completion every signal_every writes (default 8). The
+	 * node's send queues must hold max_inflight requests. */
+	uint32_t max_inflight;
+	uint32_t signal_every;
+	/* Receives kept posted per peer for the peer's pushes (default 48);
+	 * the node's receive queues must hold as many. */
+	uint32_t recv_depth;
+	sst_suspect_fn on_suspect;
+	void *suspect_arg;
+};
+
+/* Counters of what the table has done, for tools and benchmarks. */
+struct sst_stats {
+	uint64_t pushes;        /* sst_push* calls (heartbeats included) */
+	uint64_t writes;        /* RDMA writes posted */
+	uint64_t merged;        /* push ranges absorbed into a pending write */
+	uint64_t deferred;      /* pushes held back by a full pipeline */
+	uint64_t received;      /* peers' pushes seen (write completions) */
+	uint64_t passes;        /* progress passes */
+	uint64_t fired;         /* triggers run */
+	uint64_t sleeps;        /* times the progress thread blocked */
+	uint64_t heartbeats;    /* own heartbeat advances */
+	uint64_t suspicions;    /* members suspected */
+	uint64_t stalls;        /* gaps in our own heartbeat checks longer
+				   than two periods (not held against peers) */
+};
+
+/* Create the member's table over an existing, connected node.
+ * The table takes sst_table_size(layout, cfg->nmembers) bytes at
+ * region + table_offset, inside the node's registered region, and the same
+ * offset in every peer's region holds that peer's copy: the member's row
+ * is written there. The table memory must start zeroed (a fresh region
+ * is), because peers may push into it before this call; only the member's
+ * own row is cleared here. layout and cfg must outlive the table.
+ * Returns 0 with *out set, or a negative errno with err filled. */
+int sst_create(struct rdma_sq_node *node, const struct group_config *cfg,
+	       const struct sst_layout *layout, void *region,
+	       size_t table_offset, const struct sst_options *opt,
+	       struct sst **out, struct squall_error *err);
+
+/* Start the progress thread and push the whole row once, so that peers
+ * see the table fingerprint. */
+int sst_start(struct sst *t, struct squall_error *err);
+
+/* Stop the progress thread and free the table (not its memory). Safe on
+ * NULL. The node must outlive this call. */
+void sst_destroy(struct sst *t);
+
+/* Wait until every peer not suspected has pushed its row with this
+ * table's fingerprint. Returns 0, -ETIMEDOUT, or -EPROTO when a peer's
+ * fingerprint differs (its layout does not match; err names it). */
+int sst_wait_peers(struct sst *t, int timeout_ms, struct squall_error *err);
+
+/* The local member's rank (its index in cfg->members), the number of
+ * members, and the .cfg id of member `rank`. */
+uint32_t sst_my_rank(const struct sst *t);
+uint32_t sst_nmembers(const struct sst *t);
+uint32_t sst_member_id(const struct sst *t, uint32_t rank);
+const struct sst_layout *sst_get_layout(const struct sst *t);
+
+/* Read a scalar column (or element i of an array column) of member rank's
+ * row in the local copy. Each 64-bit word is read whole. */
+uint64_t sst_get(const struct sst *t, uint32_t rank, uint32_t col);
+uint64_t sst_get_elem(const struct sst *t, uint32_t rank, uint32_t col,
+		      uint32_t i);
+
+/* Copy the bytes of an SST_COL_BYTES column of member rank's row (at most
+ * len, returns the count copied). */
+size_t sst_get_bytes(const struct sst *t, uint32_t rank, uint32_t col,
+		     void *dst, size_t len);
+
+/* Write the local member's own row (no push). Each word is stored whole,
+ * so a concurrent RDMA read of the row never sees a torn word. */
+void sst_set(struct sst *t, uint32_t col, uint64_t v);
+void sst_set_elem(struct sst *t, uint32_t col, uint32_t i, uint64_t v);
+int sst_set_bytes(struct sst *t, uint32_t col, const void *src, size_t len);
+
+/* Push the whole row, or columns [first, first + n), to every peer not
+ * suspected, merged with any range still pending for that peer (one
+ * write covers both). Never waits for the network: when a peer's
+ * pipeline is full the range stays pending and the progress thread sends
+ * it when a completion frees room. A peer whose post fails is marked
+ * failed (and suspected by the progress thread); the others still get the
+ * push. Any thread. Returns 0, or -EINVAL for a bad column range. */
+int sst_push(struct sst *t);
+int sst_push_cols(struct sst *t, uint32_t first, uint32_t n);
+
+/* Add columns [first, first + n) to what the next push sends, without
+ * posting anything now. */
+int sst_mark_cols(struct sst *t, uint32_t first, uint32_t n);
+
+/* Register a predicate and its trigger (see sst_pred_kind); it takes part
+ * from the next evaluation pass. Any thread, triggers included. Returns 0
+ * with *id set (id may be NULL), -EINVAL or -ENOMEM. */
+int sst_predicate_add(struct sst *t, enum sst_pred_kind kind,
+		      sst_pred_fn pred, sst_trigger_fn trig, void *arg,
+		      sst_pred_id *id);
+
+/* Remove a predicate. From a trigger, takes effect at once; from another
+ * thread while its trigger runs, waits for the trigger to return. After it
+ * returns, the trigger does not start again. Returns 0, or -ENOENT for an
+ * unknown id or a one-shot that has fired. */
+int sst_predicate_remove(struct sst *t, sst_pred_id id);
+
+/* Whether member rank is suspected by the local member (detected, or
+ * learnt from a peer's row). */
+bool sst_suspected(const struct sst *t, uint32_t rank);
+
+/* A snapshot of the counters. */
+void sst_get_stats(struct sst *t, struct sst_stats *out);
+
+#endif /* SQUALL_SST_H */

@@ -1,0 +1,36 @@
+/*
+ * layout.h - internals of the SST row layout (sst/layout.c).
+ */
+#ifndef SQUALL_SST_LAYOUT_INTERNAL_H
+#define SQUALL_SST_LAYOUT_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <squall/sst.h>
+
+/* Changes whenever the placement rule changes, so members built with
+ * different rules get different fingerprints. */
+#define SST_LAYOUT_RULE_VERSION 1
+
+struct sst_col_layout {
+	char name[SST_COL_NAME_MAX];
+	enum sst_col_type type;
+	uint32_t count;   /* elements (words for arrays, bytes for SST_COL_BYTES) */
+	size_t offset;    /* from the start of the row */
+	size_t size;      /* bytes, a multiple of 8 */
+};
+
+struct sst_layout {
+	uint32_t ncols;
+	size_t row_size;
+	uint64_t fingerprint;
+	struct sst_col_layout cols[];
+};
+
+/* Where a field of `size` bytes goes when the row is filled up to `off`:
+ * the first 8-byte boundary at or after off from which it does not cross a
+ * cache line, or the next line boundary for fields larger than a line. */
+size_t sst_place_field(size_t off, size_t size);
+
+#endif /* SQUALL_SST_LAYOUT_INTERNAL_H */

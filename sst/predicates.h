@@ -1,0 +1,123 @@
+/*
+ * predicates.h - the predicate engine of the SST (sst/predicates.c).
+ *
+ * Separate from the table and the transport so that its scheduling logic
+ * (which predicate fires when, removal from inside a trigger, removal from
+ * another thread while a trigger runs) is tested natively.
+ */
+#ifndef SQUALL_SST_PREDICATES_H
+#define SQUALL_SST_PREDICATES_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <squall/sst.h>
+
+struct sst_pred;
+
+struct sst_preds {
+	pthread_mutex_t lock;      /* guards the lists, flags and running */
+	pthread_cond_t idle;       /* signalled when a trigger returns */
+	struct sst *owner;         /* handed to every predicate and trigger */
+	struct sst_pred *active;   /* evaluated in registration order */
+	struct sst_pred **tail;    /* &last->next of active */
+	struct sst_pred *incoming; /* added since the last pass began */
+	struct sst_pred **in_tail;
+	struct sst_pred *running;  /* whose predicate/trigger is executing */
+	pthread_t pass_thread;     /* the thread of the pass under way */
+	bool in_pass;
+	uint64_t next_id;
+	size_t count;              /* registered and not removed */
+	uint64_t fired;            /* triggers run, ever */
+};
+
+/* Set up an empty engine whose callbacks receive `owner`. */
+int sst_preds_init(struct sst_preds *e, struct sst *owner);
+
+/* Free every registration. No pass may be under way. */
+void sst_preds_destroy(struct sst_preds *e);
+
+/* Register; the predicate takes part from the next pass on. Any thread,
+ * including from inside a predicate or trigger. */
+int sst_preds_add(struct sst_preds *e, enum sst_pred_kind kind,
+		  sst_pred_fn pred, sst_trigger_fn trig, void *arg,
+		  sst_pred_id *id);
+
+/* Unregister. After it returns the predicate is not evaluated and its
+ * trigger does not start again; called from another thread while the
+ * trigger runs, it waits for the trigger to return. Returns -ENOENT for an
+ * unknown id or a one-shot that has already fired. */
+int sst_preds_remove(struct sst_preds *e, sst_pred_id id);
+
+/* One evaluation pass over every registered predicate, in registration
+ * order. Returns the number of triggers run. Only one thread at a time. */
+unsigned sst_preds_eval(struct sst_preds *e);
+
+/* Registered predicates not yet removed. */
+size_t sst_preds_count(struct sst_preds *e);
+
+/*
+ * The idle back-off policy of the progress thread, as a state machine fed
+ * with "did this pass see work" and a clock, so that it is testable.
+ *
+ * SPIN: poll again at once. After a pass with work the member keeps
+ * spinning; once it has seen no work for the spin window (and at least
+ * min_polls passes) it goes to ARM: the caller arms its wake-up sources and
+ * runs one more pass, because work that arrived between the last pass and
+ * the arming would otherwise be missed. If that pass sees work it is back
+ * to SPIN; if not, BLOCK: the caller sleeps in a wait that a completion or a
+ * local push ends, and calls sst_idle_woken after it.
+ *
+ * The spin window adapts, so that a fixed window shorter than the wake-up
+ * cost cannot make two members that answer each other sleep on every
+ * exchange: when a sleep of d ns ends with work and d is at most spin_max,
+ * the window grows to 2d if that is more (bounded by spin_max); a sleep
+ * that ends with work after longer than spin_max (sparse traffic, or a
+ * stall) halves it, down to spin_min. A wake-up that finds no work (a timer, the completion of the
+ * member's own write) leaves the window alone and re-arms at once instead
+ * of spinning, so an idle member pays one pass per wake-up.
+ *
+ * Reading the clock is not free (a system call on some virtual machines),
+ * so the machine says when it needs one: sst_idle_needs_clock. Passes
+ * without a clock reading pass now = 0.
+ */
+enum sst_idle_action {
+	SST_IDLE_SPIN,
+	SST_IDLE_ARM,
+	SST_IDLE_BLOCK,
+};
+
+struct sst_idle {
+	uint64_t spin_min_ns;
+	uint64_t spin_max_ns;
+	uint64_t spin_ns;          /* the current window */
+	uint32_t min_polls;        /* idle passes before arming, at least */
+	uint32_t clock_every;      /* idle passes between clock readings */
+	enum sst_idle_action state;
+	uint64_t last_work_ns;     /* 0: work seen, not yet timed */
+	uint32_t idle_polls;
+	bool after_wake;           /* the next pass is the first after a wait */
+	uint64_t block_ns;         /* when the last wait began */
+	uint64_t blocks;           /* times the member went to sleep */
+};
+
+void sst_idle_init(struct sst_idle *s, uint64_t spin_min_ns,
+		   uint64_t spin_max_ns, uint32_t min_polls,
+		   uint32_t clock_every, uint64_t now_ns);
+
+/* Whether the pass just run (which saw work or not) needs a clock reading
+ * for sst_idle_after_pass. */
+bool sst_idle_needs_clock(const struct sst_idle *s, bool work);
+
+/* Feed the outcome of one pass; now_ns is a clock reading when
+ * sst_idle_needs_clock asked for one, else 0 (or a reading anyway).
+ * Returns what to do next. */
+enum sst_idle_action sst_idle_after_pass(struct sst_idle *s, bool work,
+					 uint64_t now_ns);
+
+/* The caller returns from its blocking wait (woken or timed out). */
+void sst_idle_woken(struct sst_idle *s);
+
+#endif /* SQUALL_SST_PREDICATES_H */

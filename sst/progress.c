@@ -1,0 +1,330 @@
+/*
+ * progress.c - the SST's one progress thread: completions, heartbeats,
+ * failure detection and predicate passes, and when to sleep.
+ *
+ * A pass takes the completions of the node's queue (a peer's push arrives
+ * as a WRITE_WITH_IMM completion; the receive is posted again at once; a
+ * completion of one of our signaled writes frees room in that peer's
+ * pipeline), checks the peers for failed posts and foreign fingerprints,
+ * learns the suspicions in the peers' rows, sends pending pushes and
+ * evaluates the predicates. Passes that read the clock (it can cost a
+ * system call) also advance the heartbeat when its period is due and check
+ * that every peer's heartbeat keeps changing.
+ *
+ * Idle policy (sst_idle in predicates.c): while passes see work (a peer's
+ * push, a trigger) the thread spins; after the spin window without work it
+ * arms (sets `asleep`), runs one more pass, and if that is idle too it
+ * blocks in rdma_sq_wait until a completion arrives or the next heartbeat
+ * or suspicion deadline is due. Peers' pushes carry an immediate, so they
+ * end the wait; only pure heartbeat pushes do not (push.c), since no
+ * predicate reads the header and heartbeats are checked on our own timer.
+ * A local push from another thread increments local_pushes and then reads
+ * `asleep`; this thread stores `asleep` and then reads local_pushes (both
+ * seq_cst), so either it sees the push and stays awake, or the pusher sees
+ * it asleep and signals its writes, whose completions end the wait. With no
+ * live peer there is no completion to wait for, and the wait is capped at
+ * ALONE_WAIT_MS.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sst/table.h"
+
+#define WC_BATCH 32
+#define ALONE_WAIT_MS 10
+/* Idle passes before sleeping, at least; idle passes between clock
+ * readings; passes under load between heartbeat checks. */
+#define MIN_IDLE_POLLS 8
+#define CLOCK_EVERY_IDLE 4
+#define CLOCK_EVERY_BUSY 64
+
+static void report(struct sst *t, uint32_t rank, uint32_t by, const char *why)
+{
+	__atomic_store_n(&t->known, t->known | 1ull << rank, __ATOMIC_RELEASE);
+	t->stats.suspicions++;
+	if (t->opt.on_suspect)
+		t->opt.on_suspect(t, rank, by, why, t->opt.suspect_arg);
+}
+
+/* Suspect member rank: stop pushing to it, record it in my row's
+ * suspicion word and push that word, so that every survivor learns it. */
+static void suspect(struct sst *t, uint32_t rank, uint32_t by, const char *why)
+{
+	uint64_t *word = sst_word(t, t->me, SST_HDR_SUSPECTED);
+
+	if ((t->known >> rank) & 1)
+		return;
+	if (rank != t->me) {
+		sst_peer_stop(t, rank);
+		/* Only this thread writes the word. */
+		__atomic_store_n(word, *word | 1ull << rank, __ATOMIC_RELEASE);
+		sst_push_range(t, SST_HDR_SUSPECTED, SST_HDR_SUSPECTED + 8, true);
+	}
+	report(t, rank, by, why);
+}
+
+static void on_failed_wc(struct sst *t, uint32_t rank,
+			 const struct rdma_sq_wc *wc)
+{
+	char why[160];
+
+	snprintf(why, sizeof(why), "%s from member %u failed: %s",
+		 sst_wrid_kind(wc->wr_id) == SST_WR_WRITE ? "push to" : "receive",
+		 t->peers[rank].id, wc->status_text ? wc->status_text : "error");
+	suspect(t, rank, t->me, why);
+}
+
+static void repost(struct sst *t, uint32_t rank)
+{
+	struct squall_error err;
+	int rc;
+
+	if ((t->known >> rank) & 1)
+		return;
+	err.code = 0;
+	rc = rdma_sq_post_recv(t->node, t->peers[rank].id, NULL, 0,
+			       sst_wrid(SST_WR_RECV, rank, 0), &err);
+	if (rc) {
+		char why[SQUALL_ERRMSG_MAX + 32];
+
+		snprintf(why, sizeof(why), "receive from member %u: %s",
+			 t->peers[rank].id, err.code ? err.msg : strerror(-rc));
+		suspect(t, rank, t->me, why);
+	}
+}
+
+/* Take the completions; returns how many were work: a peer's push, or a
+ * failure. The completions of our own writes only free pipeline room. */
+static int take_completions(struct sst *t)
+{
+	struct rdma_sq_wc wc[WC_BATCH];
+	int n, work = 0;
+
+	n = rdma_sq_poll(t->node, wc, WC_BATCH);
+	for (int i = 0; i < n; i++) {
+		uint32_t rank = sst_wrid_rank(wc[i].wr_id);
+
+		/* Other parts' work on a shared queue is not ours to judge. */
+		if (!sst_wrid_is_ours(wc[i].wr_id) || rank >= t->n ||
+		    rank == t->me)
+			continue;
+		if (wc[i].status) {
+			on_failed_wc(t, rank, &wc[i]);
+			work++;
+			continue;
+		}
+		if (sst_wrid_kind(wc[i].wr_id) == SST_WR_WRITE) {
+			sst_write_done(t, rank, sst_wrid_covered(wc[i].wr_id));
+		} else {
+			t->stats.received++;
+			repost(t, rank);
+			work++;
+		}
+	}
+	return work;
+}
+
+static void heartbeat(struct sst *t, uint64_t now)
+{
+	uint64_t *hb = sst_word(t, t->me, SST_HDR_HEARTBEAT);
+
+	if (now < t->next_hb_ns)
+		return;
+	__atomic_store_n(hb, *hb + 1, __ATOMIC_RELEASE);
+	sst_push_range(t, SST_HDR_HEARTBEAT, SST_HDR_HEARTBEAT + 8, true);
+	t->stats.heartbeats++;
+	/* From now, not from the missed due time: after a stall, one beat,
+	 * not a burst. */
+	t->next_hb_ns = now + (uint64_t)t->opt.heartbeat_ms * 1000000ull;
+}
+
+/* Failures that need no clock: a failed post, a foreign fingerprint.
+ * Returns false when the peer is now suspected. */
+static bool check_peer(struct sst *t, uint32_t r)
+{
+	struct sst_peer *p = &t->peers[r];
+	char why[SQUALL_ERRMSG_MAX + 64];
+	bool post_failed;
+	uint64_t fp;
+
+	pthread_mutex_lock(&t->push_lock);
+	post_failed = p->post_failed;
+	if (post_failed)
+		snprintf(why, sizeof(why), "push to member %u failed: %s",
+			 p->id, p->post_error);
+	pthread_mutex_unlock(&t->push_lock);
+	if (post_failed) {
+		suspect(t, r, t->me, why);
+		return false;
+	}
+	fp = __atomic_load_n(sst_word(t, r, SST_HDR_FINGERPRINT), __ATOMIC_ACQUIRE);
+	if (fp && fp != t->fingerprint) {
+		snprintf(why, sizeof(why), "member %u's table fingerprint "
+			 "%016" PRIx64 " differs from %016" PRIx64, p->id, fp,
+			 t->fingerprint);
+		p->fp_bad = true;
+		suspect(t, r, t->me, why);
+		return false;
+	}
+	return true;
+}
+
+/* Heartbeats: ours when due, and every peer's, whose value must change
+ * within the suspicion timeout. Silence is counted only while this member
+ * was looking: checks come at least once per heartbeat period (a wait
+ * never outlasts the next beat), so a longer gap means this thread did not
+ * run (its process or machine stalled), and the gap is not held against
+ * the peers, whose heartbeats could not be seen meanwhile. */
+static void timed_checks(struct sst *t, uint64_t now)
+{
+	uint64_t timeout = (uint64_t)t->opt.suspect_timeout_ms * 1000000ull;
+	uint64_t period = (uint64_t)t->opt.heartbeat_ms * 1000000ull;
+	uint64_t gap = t->last_check_ns ? now - t->last_check_ns : 0;
+	uint64_t credit = gap > 2 * period ? gap - period : 0;
+
+	t->last_check_ns = now;
+	if (credit)
+		t->stats.stalls++;
+	heartbeat(t, now);
+	for (uint32_t r = 0; r < t->n; r++) {
+		struct sst_peer *p = &t->peers[r];
+		uint64_t hb;
+		char why[96];
+
+		if (r == t->me || ((t->known >> r) & 1))
+			continue;
+		hb = __atomic_load_n(sst_word(t, r, SST_HDR_HEARTBEAT),
+				     __ATOMIC_ACQUIRE);
+		p->hb_change_ns += credit;
+		if (p->hb_change_ns > now)
+			p->hb_change_ns = now;
+		if (hb != p->hb_seen) {
+			p->hb_seen = hb;
+			p->hb_change_ns = now;
+		} else if (now - p->hb_change_ns > timeout) {
+			snprintf(why, sizeof(why), "no heartbeat from member %u for %"
+				 PRIu64 " ms", p->id, (now - p->hb_change_ns) / 1000000);
+			suspect(t, r, t->me, why);
+		}
+	}
+}
+
+/* Suspicions other members published in their rows. */
+static void learn_suspicions(struct sst *t)
+{
+	uint64_t all = 0, fresh;
+
+	for (uint32_t r = 0; r < t->n; r++)
+		if (r != t->me && !t->peers[r].fp_bad)
+			all |= __atomic_load_n(sst_word(t, r, SST_HDR_SUSPECTED),
+					       __ATOMIC_ACQUIRE);
+	if (t->n < 64)
+		all &= (1ull << t->n) - 1;
+	fresh = all & ~t->known;
+	while (fresh) {
+		uint32_t j = (uint32_t)__builtin_ctzll(fresh);
+		uint32_t by = 0;
+		char why[96];
+
+		fresh &= fresh - 1;
+		for (uint32_t r = 0; r < t->n; r++)
+			if (r != t->me && (__atomic_load_n(sst_word(t, r,
+				SST_HDR_SUSPECTED), __ATOMIC_ACQUIRE) >> j & 1)) {
+				by = r;
+				break;
+			}
+		snprintf(why, sizeof(why), "suspected by member %u",
+			 t->peers[by].id);
+		suspect(t, j, by, why);
+	}
+}
+
+/* One pass without the clock; returns whether it saw work. */
+static bool pass(struct sst *t)
+{
+	bool work;
+
+	work = take_completions(t) > 0;
+	for (uint32_t r = 0; r < t->n; r++)
+		if (r != t->me && !((t->known >> r) & 1))
+			check_peer(t, r);
+	learn_suspicions(t);
+	sst_flush_pending(t);
+	if (sst_preds_eval(&t->preds))
+		work = true;
+	t->stats.passes++;
+	return work;
+}
+
+/* How long a blocking wait may last: until the next heartbeat or the
+ * earliest suspicion deadline. */
+static int wait_ms(struct sst *t, uint64_t now)
+{
+	uint64_t timeout = (uint64_t)t->opt.suspect_timeout_ms * 1000000ull;
+	uint64_t until = t->next_hb_ns;
+	bool alone = true;
+	uint64_t ms;
+
+	for (uint32_t r = 0; r < t->n; r++) {
+		if (r == t->me || ((t->known >> r) & 1))
+			continue;
+		alone = false;
+		if (t->peers[r].hb_change_ns + timeout < until)
+			until = t->peers[r].hb_change_ns + timeout;
+	}
+	if (until <= now)
+		return 0;
+	ms = (until - now + 999999) / 1000000;
+	if (alone && ms > ALONE_WAIT_MS)
+		ms = ALONE_WAIT_MS;
+	return (int)ms;
+}
+
+void *sst_progress_main(void *arg)
+{
+	struct sst *t = arg;
+	struct sst_idle idle;
+	uint_fast64_t armed_pushes = 0;
+	uint64_t passes = 0;
+
+	sst_idle_init(&idle, (uint64_t)t->opt.spin_us * 1000,
+		      (uint64_t)t->opt.spin_max_us * 1000, MIN_IDLE_POLLS,
+		      CLOCK_EVERY_IDLE, sst_now_ns());
+	while (!atomic_load_explicit(&t->stop, memory_order_relaxed)) {
+		bool work = pass(t);
+		uint64_t now = 0;
+		int ms;
+
+		/* The clock when the idle policy needs it, and now and then
+		 * under load for the heartbeats. */
+		if (sst_idle_needs_clock(&idle, work) ||
+		    ++passes % CLOCK_EVERY_BUSY == 0) {
+			now = sst_now_ns();
+			timed_checks(t, now);
+		}
+		switch (sst_idle_after_pass(&idle, work, now)) {
+		case SST_IDLE_SPIN:
+			if (atomic_load_explicit(&t->asleep, memory_order_relaxed))
+				atomic_store(&t->asleep, false);
+			break;
+		case SST_IDLE_ARM:
+			atomic_store_explicit(&t->asleep, true, memory_order_seq_cst);
+			armed_pushes = atomic_load_explicit(&t->local_pushes,
+							    memory_order_seq_cst);
+			break;
+		case SST_IDLE_BLOCK:
+			ms = wait_ms(t, now);
+			if (ms > 0 && atomic_load_explicit(&t->local_pushes,
+			    memory_order_seq_cst) == armed_pushes &&
+			    !atomic_load(&t->stop)) {
+				t->stats.sleeps++;
+				rdma_sq_wait(t->node, ms);
+			}
+			atomic_store(&t->asleep, false);
+			sst_idle_woken(&idle);
+			break;
+		}
+	}
+	return NULL;
+}

@@ -1,0 +1,495 @@
+/*
+ * test_sst_predicates.c - the SST predicate engine's scheduling logic
+ * (one-shot, recurrent, transition; adding and removing from inside
+ * triggers and from other threads) and the idle back-off state machine.
+ */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "sst/predicates.h"
+
+/* A test "table": predicates read a value the test sets. */
+struct probe {
+	struct sst_preds *e;
+	volatile bool value;
+	int evals;
+	int fired;
+	sst_pred_id id;        /* own id, for self-removal */
+	sst_pred_id victim;    /* another id to remove from the trigger */
+	int victim_rc;
+	struct probe *child;   /* registered from the trigger */
+};
+
+static bool pred_value(struct sst *t, void *arg)
+{
+	struct probe *p = arg;
+
+	assert_null(t);
+	p->evals++;
+	return p->value;
+}
+
+static void trig_count(struct sst *t, void *arg)
+{
+	struct probe *p = arg;
+
+	(void)t;
+	p->fired++;
+}
+
+static struct sst_preds *engine(void)
+{
+	static struct sst_preds e;
+
+	assert_int_equal(sst_preds_init(&e, NULL), 0);
+	return &e;
+}
+
+static void test_oneshot_fires_once(void **state)
+{
+	(void)state;
+	struct sst_preds *e = engine();
+	struct probe p = { .value = false };
+	sst_pred_id id;
+
+	assert_int_equal(sst_preds_add(e, SST_PRED_ONESHOT, pred_value,
+				       trig_count, &p, &id), 0);
+	assert_int_equal(sst_preds_count(e), 1);
+	assert_int_equal(sst_preds_eval(e), 0);
+	assert_int_equal(sst_preds_eval(e), 0);
+	assert_int_equal(p.fired, 0);
+	p.value = true;
+	assert_int_equal(sst_preds_eval(e), 1);
+	assert_int_equal(p.fired, 1);
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(sst_preds_eval(e), 0);
+	assert_int_equal(p.fired, 1);
+	assert_int_equal(p.evals, 3);   /* never evaluated after firing */
+	assert_int_equal(sst_preds_count(e), 0);
+	assert_int_equal(sst_preds_remove(e, id), -ENOENT);
+	sst_preds_destroy(e);
+}
+
+static void test_recurrent_until_removed(void **state)
+{
+	(void)state;
+	struct sst_preds *e = engine();
+	struct probe p = { .value = true };
+	sst_pred_id id;
+
+	assert_int_equal(sst_preds_add(e, SST_PRED_RECURRENT, pred_value,
+				       trig_count, &p, &id), 0);
+	for (int i = 0; i < 10; i++)
+		sst_preds_eval(e);
+	assert_int_equal(p.fired, 10);
+	p.value = false;
+	sst_preds_eval(e);
+	assert_int_equal(p.fired, 10);
+	p.value = true;
+	sst_preds_eval(e);
+	assert_int_equal(p.fired, 11);
+	assert_int_equal(sst_preds_remove(e, id), 0);
+	assert_int_equal(sst_preds_remove(e, id), -ENOENT);
+	for (int i = 0; i < 10; i++)
+		assert_int_equal(sst_preds_eval(e), 0);
+	assert_int_equal(p.fired, 11);
+	assert_int_equal(p.evals, 12);
+	sst_preds_destroy(e);
+}
+
+static void test_transition_edges(void **state)
+{
+	(void)state;
+	struct sst_preds *e = engine();
+	struct probe p = { .value = true };
+	const bool seq[] = { true, true, false, false, true, false, true, true };
+	const int expect[] = { 1, 1, 1, 1, 2, 2, 3, 3 };
+
+	assert_int_equal(sst_preds_add(e, SST_PRED_TRANSITION, pred_value,
+				       trig_count, &p, NULL), 0);
+	for (size_t i = 0; i < sizeof(seq) / sizeof(seq[0]); i++) {
+		p.value = seq[i];
+		sst_preds_eval(e);
+		assert_int_equal(p.fired, expect[i]);
+	}
+	assert_int_equal(sst_preds_count(e), 1);
+	sst_preds_destroy(e);
+}
+
+static void trig_remove_self(struct sst *t, void *arg)
+{
+	struct probe *p = arg;
+
+	(void)t;
+	p->fired++;
+	if (p->fired == 3)
+		assert_int_equal(sst_preds_remove(p->e, p->id), 0);
+}
+
+static void test_remove_self_in_trigger(void **state)
+{
+	(void)state;
+	struct sst_preds *e = engine();
+	struct probe p = { .e = e, .value = true };
+
+	assert_int_equal(sst_preds_add(e, SST_PRED_RECURRENT, pred_value,
+				       trig_remove_self, &p, &p.id), 0);
+	for (int i = 0; i < 10; i++)
+		sst_preds_eval(e);
+	assert_int_equal(p.fired, 3);
+	assert_int_equal(sst_preds_count(e), 0);
+	sst_preds_destroy(e);
+}
+
+static void trig_remove_other(struct sst *t, void *arg)
+{
+	struct probe *p = arg;
+
+	(void)t;
+	p->fired++;
+	p->victim_rc = sst_preds_remove(p->e, p->victim);
+}
+
+/* A trigger removes a predicate that comes later in the same pass: that one
+ * is not evaluated in this pass nor after. One that came earlier in the
+ * pass has been evaluated already and is gone from the next pass on. */
+static void test_remove_other_in_trigger(void **state)
+{
+	(void)state;
+	struct sst_preds *e = engine();
+	struct probe before = { .value = true };
+	struct probe remover = { .e = e, .value = true };
+	struct probe after = { .value = true };
+	sst_pred_id idb, ida;
+
+	assert_int_equal(sst_preds_add(e, SST_PRED_RECURRENT, pred_value,
+				       trig_count, &before, &idb), 0);
+	assert_int_equal(sst_preds_add(e, SST_PRED_ONESHOT, pred_value,
+				       trig_remove_other, &remover, NULL), 0);
+	assert_int_equal(sst_preds_add(e, SST_PRED_RECURRENT, pred_value,
+				       trig_count, &after, &ida), 0);
+	remover.victim = ida;
+	assert_int_equal(sst_preds_eval(e), 2);
+	assert_int_equal(remover.victim_rc, 0);
+	assert_int_equal(after.evals, 0);
+	assert_int_equal(after.fired, 0);
+	assert_int_equal(before.fired, 1);
+	assert_int_equal(sst_preds_count(e), 1);
+	sst_preds_eval(e);
+	assert_int_equal(before.fired, 2);
+	assert_int_equal(after.evals, 0);
+	sst_preds_destroy(e);
+}
+
+static void trig_add_child(struct sst *t, void *arg)
+{
+	struct probe *p = arg;
+
+	(void)t;
+	p->fired++;
+	assert_int_equal(sst_preds_add(p->e, SST_PRED_RECURRENT, pred_value,
+				       trig_count, p->child, NULL), 0);
+}
+
+/* A predicate added from a trigger joins at the next pass. */
+static void test_add_in_trigger(void **state)
+{
+	(void)state;
+	struct sst_preds *e = engine();
+	struct probe child = { .value = true };
+	struct probe parent = { .e = e, .value = true, .child = &child };
+
+	assert_int_equal(sst_preds_add(e, SST_PRED_ONESHOT, pred_value,
+				       trig_add_child, &parent, NULL), 0);
+	assert_int_equal(sst_preds_eval(e), 1);
+	assert_int_equal(child.evals, 0);
+	assert_int_equal(sst_preds_count(e), 1);
+	assert_int_equal(sst_preds_eval(e), 1);
+	assert_int_equal(child.fired, 1);
+	sst_preds_destroy(e);
+}
+
+/* Removing before any pass (from the incoming list) and bad arguments. */
+static void test_remove_before_pass_and_errors(void **state)
+{
+	(void)state;
+	struct sst_preds *e = engine();
+	struct probe p = { .value = true }, q = { .value = true };
+	sst_pred_id a, b;
+
+	assert_int_equal(sst_preds_add(e, SST_PRED_RECURRENT, pred_value,
+				       trig_count, &p, &a), 0);
+	assert_int_equal(sst_preds_add(e, SST_PRED_RECURRENT, pred_value,
+				       trig_count, &q, &b), 0);
+	assert_true(a != b);
+	assert_int_equal(sst_preds_remove(e, a), 0);
+	assert_int_equal(sst_preds_eval(e), 1);
+	assert_int_equal(p.evals, 0);
+	assert_int_equal(q.fired, 1);
+	assert_int_equal(sst_preds_remove(e, 12345), -ENOENT);
+	assert_int_equal(sst_preds_add(e, SST_PRED_RECURRENT, NULL, trig_count,
+				       &p, NULL), -EINVAL);
+	assert_int_equal(sst_preds_add(e, (enum sst_pred_kind)0, pred_value,
+				       trig_count, &p, NULL), -EINVAL);
+	/* the tail must still be right after removals: add and evaluate */
+	assert_int_equal(sst_preds_remove(e, b), 0);
+	sst_preds_eval(e);
+	assert_int_equal(sst_preds_add(e, SST_PRED_RECURRENT, pred_value,
+				       trig_count, &p, NULL), 0);
+	sst_preds_eval(e);
+	assert_int_equal(p.fired, 1);
+	sst_preds_destroy(e);
+}
+
+/* Removal from another thread while the trigger runs waits for it. */
+struct slow {
+	struct sst_preds *e;
+	volatile int entered;
+	volatile int left;
+	sst_pred_id id;
+};
+
+static bool pred_true(struct sst *t, void *arg)
+{
+	(void)t;
+	(void)arg;
+	return true;
+}
+
+static void trig_slow(struct sst *t, void *arg)
+{
+	struct slow *s = arg;
+
+	(void)t;
+	__atomic_store_n(&s->entered, 1, __ATOMIC_SEQ_CST);
+	usleep(100000);
+	__atomic_store_n(&s->left, 1, __ATOMIC_SEQ_CST);
+}
+
+static void *eval_thread(void *arg)
+{
+	struct slow *s = arg;
+
+	sst_preds_eval(s->e);
+	return NULL;
+}
+
+static void test_remove_waits_for_running_trigger(void **state)
+{
+	(void)state;
+	struct sst_preds *e = engine();
+	struct slow s = { .e = e };
+	pthread_t th;
+
+	assert_int_equal(sst_preds_add(e, SST_PRED_RECURRENT, pred_true,
+				       trig_slow, &s, &s.id), 0);
+	assert_int_equal(pthread_create(&th, NULL, eval_thread, &s), 0);
+	while (!__atomic_load_n(&s.entered, __ATOMIC_SEQ_CST))
+		usleep(1000);
+	assert_int_equal(sst_preds_remove(e, s.id), 0);
+	assert_int_equal(__atomic_load_n(&s.left, __ATOMIC_SEQ_CST), 1);
+	pthread_join(th, NULL);
+	assert_int_equal(sst_preds_count(e), 0);
+	sst_preds_destroy(e);
+}
+
+/* Idle policy: spin while work is seen, arm after the window without work
+ * and min_polls idle passes, block only if the pass after arming is idle. */
+static void test_idle_spins_then_blocks(void **state)
+{
+	(void)state;
+	struct sst_idle s;
+	uint64_t t = 1000;
+
+	sst_idle_init(&s, 500, 5000, 3, 1, t);
+	/* work keeps it spinning however long */
+	for (int i = 0; i < 100; i++) {
+		t += 100;
+		assert_int_equal(sst_idle_after_pass(&s, true, t), SST_IDLE_SPIN);
+	}
+	/* idle but not long enough */
+	for (int i = 0; i < 4; i++) {
+		t += 100;
+		assert_int_equal(sst_idle_after_pass(&s, false, t), SST_IDLE_SPIN);
+	}
+	t += 100;  /* 500 ns since work */
+	assert_int_equal(sst_idle_after_pass(&s, false, t), SST_IDLE_ARM);
+	assert_int_equal(s.blocks, 0);
+	assert_true(sst_idle_needs_clock(&s, false));
+	t += 10;
+	assert_int_equal(sst_idle_after_pass(&s, false, t), SST_IDLE_BLOCK);
+	assert_int_equal(s.blocks, 1);
+	sst_idle_woken(&s);
+	assert_int_equal(s.state, SST_IDLE_SPIN);
+	assert_true(sst_idle_needs_clock(&s, true));
+}
+
+/* Work seen in the pass after arming cancels the sleep. */
+static void test_idle_arm_then_work(void **state)
+{
+	(void)state;
+	struct sst_idle s;
+
+	sst_idle_init(&s, 1, 10, 1, 1, 1);
+	assert_int_equal(sst_idle_after_pass(&s, false, 2), SST_IDLE_ARM);
+	assert_int_equal(sst_idle_after_pass(&s, true, 3), SST_IDLE_SPIN);
+	assert_int_equal(s.blocks, 0);
+	assert_int_equal(sst_idle_after_pass(&s, false, 4), SST_IDLE_ARM);
+	assert_int_equal(sst_idle_after_pass(&s, false, 5), SST_IDLE_BLOCK);
+	assert_int_equal(s.blocks, 1);
+}
+
+/* min_polls holds the spin even when the clock has moved far (a member
+ * descheduled for a long time must look once more before sleeping). */
+static void test_idle_min_polls(void **state)
+{
+	(void)state;
+	struct sst_idle s;
+
+	sst_idle_init(&s, 10, 10, 4, 1, 1);
+	assert_int_equal(sst_idle_after_pass(&s, false, 1000), SST_IDLE_SPIN);
+	assert_int_equal(sst_idle_after_pass(&s, false, 2000), SST_IDLE_SPIN);
+	assert_int_equal(sst_idle_after_pass(&s, false, 3000), SST_IDLE_SPIN);
+	assert_int_equal(sst_idle_after_pass(&s, false, 4000), SST_IDLE_ARM);
+}
+
+/* Drive the machine to BLOCK at time t (from a fresh window). */
+static uint64_t to_block(struct sst_idle *s, uint64_t t)
+{
+	assert_int_equal(sst_idle_after_pass(s, true, t), SST_IDLE_SPIN);
+	while (sst_idle_after_pass(s, false, ++t) != SST_IDLE_ARM)
+		;
+	assert_int_equal(sst_idle_after_pass(s, false, ++t), SST_IDLE_BLOCK);
+	return t;
+}
+
+/* The window grows to twice a short sleep that ended with work (two
+ * members answering each other stop sleeping on every exchange), never
+ * past spin_max, never shrinks on a shorter sleep, and halves (down to
+ * spin_min) after a sleep longer than spin_max. */
+static void test_idle_window_adapts(void **state)
+{
+	(void)state;
+	struct sst_idle s;
+	uint64_t t;
+
+	sst_idle_init(&s, 100, 5000, 1, 1, 0);
+	t = to_block(&s, 1);
+	sst_idle_woken(&s);
+	t += 1000;                       /* slept 1000, work waiting */
+	assert_int_equal(sst_idle_after_pass(&s, true, t), SST_IDLE_SPIN);
+	assert_int_equal(s.spin_ns, 2000);
+	/* now an idle gap of 1500 does not put it to sleep */
+	assert_int_equal(sst_idle_after_pass(&s, false, t + 1500), SST_IDLE_SPIN);
+	assert_int_equal(sst_idle_after_pass(&s, true, t + 1600), SST_IDLE_SPIN);
+
+	t = to_block(&s, t + 2000);
+	sst_idle_woken(&s);
+	t += 4000;                       /* 2 x 4000 is capped at 5000 */
+	sst_idle_after_pass(&s, true, t);
+	assert_int_equal(s.spin_ns, 5000);
+
+	t = to_block(&s, t + 10);
+	sst_idle_woken(&s);
+	t += 300;                        /* shorter: the window stays */
+	sst_idle_after_pass(&s, true, t);
+	assert_int_equal(s.spin_ns, 5000);
+
+	for (uint64_t want = 2500; want >= 100; want /= 2) {
+		t = to_block(&s, t + 10);
+		sst_idle_woken(&s);
+		t += 6000;               /* longer than spin_max: halve */
+		sst_idle_after_pass(&s, true, t);
+		assert_int_equal(s.spin_ns, want < 100 ? 100 : want);
+		if (want == 156)
+			break;
+	}
+	t = to_block(&s, t + 10);
+	sst_idle_woken(&s);
+	t += 6000;
+	sst_idle_after_pass(&s, true, t);
+	assert_int_equal(s.spin_ns, 100);
+}
+
+/* A wake-up without work (a timer, our own write's completion) re-arms at
+ * once, no spinning, and leaves the window as the traffic set it. */
+static void test_idle_timer_wake_rearms(void **state)
+{
+	(void)state;
+	struct sst_idle s;
+	uint64_t t;
+
+	sst_idle_init(&s, 100, 5000, 8, 1, 0);
+	t = to_block(&s, 1);
+	sst_idle_woken(&s);
+	t += 1500;
+	sst_idle_after_pass(&s, true, t);        /* window 3000 */
+	assert_int_equal(s.spin_ns, 3000);
+	t = to_block(&s, t + 1);
+	sst_idle_woken(&s);
+	assert_int_equal(sst_idle_after_pass(&s, false, t + 100), SST_IDLE_ARM);
+	assert_int_equal(s.spin_ns, 3000);
+	assert_int_equal(sst_idle_after_pass(&s, false, t + 101), SST_IDLE_BLOCK);
+	assert_int_equal(s.blocks, 3);
+}
+
+/* The clock is asked for only on some idle passes, never on busy ones
+ * (except the first after a wait), and passes without it still count. */
+static void test_idle_clock_sparse(void **state)
+{
+	(void)state;
+	struct sst_idle s;
+	int asked = 0;
+
+	sst_idle_init(&s, 1000, 1000, 1, 4, 1);
+	for (int i = 0; i < 10; i++) {
+		assert_false(sst_idle_needs_clock(&s, true));
+		sst_idle_after_pass(&s, true, 0);
+	}
+	assert_int_equal(s.last_work_ns, 0);
+	/* first idle pass after work: timestamp the work */
+	assert_true(sst_idle_needs_clock(&s, false));
+	sst_idle_after_pass(&s, false, 5000);
+	assert_int_equal(s.last_work_ns, 5000);
+	for (int i = 0; i < 8; i++) {
+		bool c = sst_idle_needs_clock(&s, false);
+
+		asked += c;
+		assert_int_equal(sst_idle_after_pass(&s, false, c ? 5100 + i : 0),
+				 SST_IDLE_SPIN);
+	}
+	assert_int_equal(asked, 2);
+	assert_int_equal(s.idle_polls, 9);
+	/* the window has passed: the next clocked pass arms */
+	while (!sst_idle_needs_clock(&s, false))
+		sst_idle_after_pass(&s, false, 0);
+	assert_int_equal(sst_idle_after_pass(&s, false, 7000), SST_IDLE_ARM);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_oneshot_fires_once),
+		cmocka_unit_test(test_recurrent_until_removed),
+		cmocka_unit_test(test_transition_edges),
+		cmocka_unit_test(test_remove_self_in_trigger),
+		cmocka_unit_test(test_remove_other_in_trigger),
+		cmocka_unit_test(test_add_in_trigger),
+		cmocka_unit_test(test_remove_before_pass_and_errors),
+		cmocka_unit_test(test_remove_waits_for_running_trigger),
+		cmocka_unit_test(test_idle_spins_then_blocks),
+		cmocka_unit_test(test_idle_arm_then_work),
+		cmocka_unit_test(test_idle_min_polls),
+		cmocka_unit_test(test_idle_window_adapts),
+		cmocka_unit_test(test_idle_timer_wake_rearms),
+		cmocka_unit_test(test_idle_clock_sparse),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
