@@ -738,8 +738,10 @@ static int read_file(struct loader *ld, const char *path, char **text,
 
 static int load_file(struct loader *ld, enum rank rank, const char *path)
 {
-	char *text;
-	size_t len;
+	/* Set on success only; initialised because optimising builds cannot
+	 * see that every error path of read_file returns non-zero. */
+	char *text = NULL;
+	size_t len = 0;
 	int rc = read_file(ld, path, &text, &len);
 
 	if (rc)
