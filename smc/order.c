@@ -95,7 +95,7 @@ uint32_t smc_order_collect(struct smc_order *o, uint64_t frontier,
 		assert(q->head < q->tail);
 		r = &q->e[q->head % o->cap];
 		assert(r->round + q->head_round == round);
-		(void)round; /* only the assertion reads it */
+		(void)round; /* only checked */
 		if (++q->head_round == r->nrounds) {
 			/* Last round of the record: report and pop it. A
 			 * message has exactly one round. */

@@ -203,7 +203,7 @@ int smc_ring_rx_accept(struct smc_ring_rx *rx, uint32_t imm,
 	if (rx->next_rec + n - rx->released_rec > rx->g.window)
 		return -EPROTO;
 	assert(room >= n);
-	(void)room; /* the caller's promise, checked by the assertion only */
+	(void)room; /* only checked */
 	for (uint32_t i = 0; i < n; i++) {
 		struct smc_rec_hdr h;
 		const uint8_t *p;
