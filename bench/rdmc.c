@@ -103,15 +103,19 @@ static void on_sent(void *arg, struct rdmc_group *g, uint64_t id,
 	b->sent++;
 }
 
+/* Peers are checked before polling: a poll that brings the last message
+ * may also bring the disconnect of a member that is done, and the caller
+ * must see the message first. */
 static void progress(struct bench *b)
 {
-	int n = rdmc_engine_poll(b->e, 100);
+	int n;
 
-	if (n < 0)
-		die(b, "poll", strerror(-n));
 	for (unsigned q = 0; q < b->cfg.nmembers && !b->leaving; q++)
 		if (q != b->me && !rdma_sq_peer_alive(b->node, b->cfg.members[q].id))
 			die(b, "lost a peer", rdma_sq_peer_error(b->node, b->cfg.members[q].id));
+	n = rdmc_engine_poll(b->e, 100);
+	if (n < 0)
+		die(b, "poll", strerror(-n));
 }
 
 static unsigned reps_for(const struct bench *b, uint64_t size)

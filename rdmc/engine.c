@@ -45,6 +45,7 @@
 #define WR_DATA_MASK ((1ull << 52) - 1)
 
 #define DEFAULT_RECV_DEPTH 32u
+#define EARLY_MAX 256u
 #define DEFAULT_WINDOW 8u
 
 enum role {
@@ -119,6 +120,10 @@ struct rdmc_engine {
 	unsigned nrecv_peers;
 	struct buf_desc recv_bufs[GROUP_CONFIG_MAX_MEMBERS];
 	unsigned ctl_pending;    /* control sends not yet completed */
+	/* Control messages for a group this member has not created yet (a
+	 * peer created it first): replayed by rdmc_group_create. */
+	struct early { uint32_t peer; struct rdmc_ctl c; } early[EARLY_MAX];
+	unsigned nearly;
 	struct rdmc_stats st;
 	struct squall_error last;
 };
@@ -534,26 +539,41 @@ static void on_done(struct rdmc_engine *e, struct rdmc_group *g, unsigned from,
 	}
 }
 
+static void on_ctl(struct rdmc_engine *e, struct rdmc_group *g, uint32_t peer,
+		   const struct rdmc_ctl *c)
+{
+	int from = member_index(g, peer);
+
+	if (from < 0 || (unsigned)from == g->me) {
+		e->st.strays++;
+		return;
+	}
+	if (c->type == WIRE_MSG_RDMC_READY)
+		on_ready(e, g, (unsigned)from, c);
+	else
+		on_done(e, g, (unsigned)from, c);
+}
+
 int rdmc_engine_on_message(struct rdmc_engine *e, uint32_t peer,
 			   const void *buf, size_t len)
 {
 	struct rdmc_ctl c;
 	struct rdmc_group *g;
-	int from, ret = rdmc_ctl_decode(buf, len, &c);
+	int ret = rdmc_ctl_decode(buf, len, &c);
 
 	if (ret)
 		return ret;
 	e->st.ctl_received++;
 	g = group_by_id(e, c.group);
-	from = g ? member_index(g, peer) : -1;
-	if (from < 0 || (unsigned)from == g->me) {
-		e->st.strays++;
+	if (!g) {
+		if (e->nearly == EARLY_MAX) {
+			e->st.strays++;
+			return 0;
+		}
+		e->early[e->nearly++] = (struct early){ peer, c };
 		return 0;
 	}
-	if (c.type == WIRE_MSG_RDMC_READY)
-		on_ready(e, g, (unsigned)from, &c);
-	else
-		on_done(e, g, (unsigned)from, &c);
+	on_ctl(e, g, peer, &c);
 	return 0;
 }
 
@@ -964,6 +984,19 @@ int rdmc_group_create(struct rdmc_engine *e, uint32_t id,
 	g->next = e->groups;
 	e->groups = g;
 	*out = g;
+	/* Replay what peers sent before this member had the group. */
+	for (unsigned i = 0; i < e->nearly;) {
+		struct early m = e->early[i];
+
+		if (m.c.group != id) {
+			i++;
+			continue;
+		}
+		/* keep the order they came in */
+		memmove(&e->early[i], &e->early[i + 1],
+			(--e->nearly - i) * sizeof(e->early[0]));
+		on_ctl(e, g, m.peer, &m.c);
+	}
 	return 0;
 }
 
