@@ -21,24 +21,8 @@ SIZES=${RDMC_BENCH_SIZES:-1,16,64}
 # MiB sent per point (reps = budget / size, 2..50), for RDMC and MPI alike.
 BUDGET=${RDMC_BENCH_BUDGET_MIB:-64}
 OUT=$(mktemp -d /tmp/squall-bench-rdmc.XXXXXX)
-pids=()
-trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done' EXIT INT TERM
+. "$SRC/bench/lib/common.sh"
 [ -x "$MPIB" ] || { echo "bench/rdmc: $MPIB not built (install libopenmpi-dev)" >&2; exit 1; }
-
-gid_index() {
-    local addr=$1 hex g
-    hex=$(printf '%02x%02x:%02x%02x' $(echo "$addr" | tr . ' '))
-    for g in /sys/class/infiniband/$DEV/ports/1/gids/*; do
-        local n=${g##*/}
-        if [ "$(cat "$g")" = "0000:0000:0000:0000:0000:ffff:$hex" ] &&
-           grep -q "RoCE v2" "/sys/class/infiniband/$DEV/ports/1/gid_attrs/types/$n" 2>/dev/null; then
-            echo "$n"
-            return
-        fi
-    done
-    echo "no RoCE v2 GID for $addr on $DEV" >&2
-    exit 1
-}
 
 # ---- RDMC ----
 RARGS="--sizes $SIZES --receivers 1,2,3 --budget-mib $BUDGET"

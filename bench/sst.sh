@@ -13,24 +13,8 @@ A1=10.77.0.1
 A2=10.77.0.2
 ITERS=${SST_BENCH_ITERS:-2000}
 OUT=$(mktemp -d /tmp/squall-bench-sst.XXXXXX)
-pids=()
-trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done' EXIT INT TERM
+. "$SRC/bench/lib/common.sh"
 
-# The GID index of an IPv4 address on the device (RoCE v2), from sysfs.
-gid_index() {
-    local addr=$1 hex g
-    hex=$(printf '%02x%02x:%02x%02x' $(echo "$addr" | tr . ' '))
-    for g in /sys/class/infiniband/$DEV/ports/1/gids/*; do
-        local n=${g##*/}
-        if [ "$(cat "$g")" = "0000:0000:0000:0000:0000:ffff:$hex" ] &&
-           grep -q "RoCE v2" "/sys/class/infiniband/$DEV/ports/1/gid_attrs/types/$n" 2>/dev/null; then
-            echo "$n"
-            return
-        fi
-    done
-    echo "no RoCE v2 GID for $addr on $DEV" >&2
-    exit 1
-}
 
 # perftest TOOL PORT ARGS...: server on A2's GID, client on A1's GID
 # connecting (TCP exchange) to A2; prints the client's output.
