@@ -5,12 +5,7 @@ set -u
 PING=${BUILD:?BUILD must name the build folder}/examples/rdma_ping
 [ -x "$PING" ] || { echo "FAIL: $PING is not built" >&2; exit 1; }
 OUT=$(mktemp -d /tmp/squall-rdma-test.XXXXXX)
-declare -A PID
-cleanup() {
-    for p in "${PID[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-}
-trap cleanup EXIT INT TERM
+. "$SRC/tests/vm/lib.sh"
 
 # members N BASEPORT: the --member arguments for members 1..N
 members() {
@@ -27,27 +22,6 @@ start() {
     shift
     "$PING" --id "$id" "$@" >"$OUT/$id.out" 2>"$OUT/$id.err" &
     PID[$id]=$!
-}
-
-# finish ID SECONDS: wait for member ID to exit within SECONDS; sets RC to
-# its status (124 when it had to be killed). Not in a subshell: the member
-# must be this shell's child.
-finish() {
-    local id=$1 limit=$2 t=0
-    while kill -0 "${PID[$id]}" 2>/dev/null; do
-        if [ "$t" -ge $((limit * 10)) ]; then
-            kill -9 "${PID[$id]}" 2>/dev/null
-            wait "${PID[$id]}" 2>/dev/null
-            unset "PID[$id]"
-            RC=124
-            return
-        fi
-        sleep 0.1
-        t=$((t + 1))
-    done
-    RC=0
-    wait "${PID[$id]}" || RC=$?
-    unset "PID[$id]"
 }
 
 show() {

@@ -17,12 +17,7 @@ TIMEOUT_MS=${SST_TEST_TIMEOUT_MS:-2000}
 MEMBER=${BUILD:?BUILD must name the build folder}/tests/vm/sst_member
 [ -x "$MEMBER" ] || { echo "FAIL: $MEMBER is not built" >&2; exit 1; }
 OUT=$(mktemp -d /tmp/squall-sst-test.XXXXXX)
-declare -A PID
-cleanup() {
-    for p in "${PID[@]}"; do kill -9 "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-}
-trap cleanup EXIT INT TERM
+. "$SRC/tests/vm/lib.sh"
 
 members() { # BASEPORT
     local i args=""
@@ -35,24 +30,6 @@ start() { # PHASE ID ARGS...
     shift 2
     "$MEMBER" --id "$id" "$@" >"$OUT/$phase.$id.out" 2>"$OUT/$phase.$id.err" &
     PID[$id]=$!
-}
-
-finish() { # ID SECONDS: sets RC (124 when it had to be killed)
-    local id=$1 limit=$2 t=0
-    while kill -0 "${PID[$id]}" 2>/dev/null; do
-        if [ "$t" -ge $((limit * 10)) ]; then
-            kill -9 "${PID[$id]}" 2>/dev/null
-            wait "${PID[$id]}" 2>/dev/null
-            unset "PID[$id]"
-            RC=124
-            return
-        fi
-        sleep 0.1
-        t=$((t + 1))
-    done
-    RC=0
-    wait "${PID[$id]}" || RC=$?
-    unset "PID[$id]"
 }
 
 fail() {
