@@ -11,9 +11,11 @@
  * registrations.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "rdma/node.h"
 
@@ -122,9 +124,10 @@ int rdma_sq_poll(struct rdma_sq_node *node, struct rdma_sq_wc *out, int max)
 
 int rdma_sq_wait(struct rdma_sq_node *node, int timeout_ms)
 {
-	struct pollfd pfd[2] = {
+	struct pollfd pfd[3] = {
 		{ .fd = node->cch->fd, .events = POLLIN },
 		{ .fd = node->ech->fd, .events = POLLIN },
+		{ .fd = node->wake_fd, .events = POLLIN },
 	};
 	int ret;
 
@@ -146,7 +149,7 @@ int rdma_sq_wait(struct rdma_sq_node *node, int timeout_ms)
 	}
 	if (node->stash_n > 0)
 		return 0;
-	ret = poll(pfd, 2, timeout_ms);
+	ret = poll(pfd, 3, timeout_ms);
 	if (ret < 0)
 		return errno == EINTR ? 0 : -errno;
 	if (ret == 0)
@@ -162,5 +165,22 @@ int rdma_sq_wait(struct rdma_sq_node *node, int timeout_ms)
 	}
 	if (pfd[1].revents & POLLIN)
 		rdma_sq_cm_drain(node);
+	if (pfd[2].revents & POLLIN) {
+		uint64_t v;
+
+		/* Drained here: a wake asked before this wait began ended it
+		 * at once, one asked after it still pending for the next. */
+		if (read(node->wake_fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+			return -errno;
+	}
 	return 0;
+}
+
+void rdma_sq_wake(struct rdma_sq_node *node)
+{
+	uint64_t one = 1;
+
+	/* A full counter (2^64 - 2 wakes unread) is still a pending wake. */
+	if (write(node->wake_fd, &one, sizeof(one)) < 0)
+		return;
 }

@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <squall/version.h>
 
@@ -223,6 +225,10 @@ static int alloc_queues(struct rdma_sq_node *node, struct squall_error *err)
 	if (ret)
 		return squall_error_set(err, ret, "fcntl(O_NONBLOCK) on the completion channel: %s",
 					strerror(-ret));
+	node->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (node->wake_fd < 0)
+		return squall_error_set(err, neg_errno(), "eventfd: %s",
+					strerror(errno));
 	node->cq_size = (int)want;
 	node->cq = ibv_create_cq(node->ctx, node->cq_size, node, node->cch, 0);
 	if (!node->cq)
@@ -316,6 +322,7 @@ int rdma_sq_create(const struct group_config *cfg, uint32_t my_id,
 	node->cfg = cfg;
 	node->my_id = my_id;
 	node->my_index = -1;
+	node->wake_fd = -1;
 	node->region = region;
 	node->region_len = region_len;
 	ret = fill_options(&node->opt, opt, err);
@@ -396,6 +403,8 @@ void rdma_sq_destroy(struct rdma_sq_node *node)
 		ibv_dealloc_pd(node->pd);
 	if (node->ech)
 		rdma_destroy_event_channel(node->ech);
+	if (node->wake_fd >= 0)
+		close(node->wake_fd);
 	free(node->peers);
 	free(node);
 }

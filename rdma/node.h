@@ -77,6 +77,7 @@ struct rdma_sq_node {
 	struct ibv_cq *cq;
 	int cq_size;
 	bool cq_armed;                /* notification requested, not yet read */
+	int wake_fd;                  /* eventfd: rdma_sq_wake ends a wait */
 	bool mw_bind;                 /* the device has memory windows */
 	int max_rd_atom;              /* outstanding READs per QP */
 	/* Completions taken by rdma_sq_wait (to close the arm/poll race)

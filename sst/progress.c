@@ -75,7 +75,7 @@ static void on_failed_wc(struct sst *t, uint32_t rank,
 	suspect(t, rank, t->me, why);
 }
 
-static void repost(struct sst *t, uint32_t rank)
+static void repost(struct sst *t, uint32_t rank, uint32_t i)
 {
 	struct squall_error err;
 	int rc;
@@ -83,8 +83,7 @@ static void repost(struct sst *t, uint32_t rank)
 	if ((t->known >> rank) & 1)
 		return;
 	err.code = 0;
-	rc = rdma_sq_post_recv(t->node, t->peers[rank].id, NULL, 0,
-			       sst_wrid(SST_WR_RECV, rank, 0), &err);
+	rc = sst_post_recv(t, rank, i, &err);
 	if (rc) {
 		char why[SQUALL_ERRMSG_MAX + 32];
 
@@ -92,6 +91,25 @@ static void repost(struct sst *t, uint32_t rank)
 			 t->peers[rank].id, err.code ? err.msg : strerror(-rc));
 		suspect(t, rank, t->me, why);
 	}
+}
+
+/* A receive of ours completed: a peer's push, or another part's
+ * immediate or message, handed to the dispatch hooks. */
+static bool on_recv(struct sst *t, uint32_t rank, const struct rdma_sq_wc *wc)
+{
+	const struct sst_dispatch *d = t->opt.dispatch;
+	uint32_t i = sst_wrid_covered(wc->wr_id);
+	bool work = true;
+
+	if (wc->opcode == RDMA_SQ_OP_RECV_IMM && wc->imm < SST_MAX_MEMBERS)
+		t->stats.received++;
+	else if (wc->opcode == RDMA_SQ_OP_RECV_IMM)
+		work = d && d->on_imm && d->on_imm(d->arg, rank, wc->imm);
+	else if (d && d->on_message && t->opt.recv_buf_size)
+		work = d->on_message(d->arg, rank, sst_recv_buf(t, rank, i),
+				     wc->byte_len);
+	repost(t, rank, i);
+	return work;
 }
 
 /* Take the completions; returns how many were work: a peer's push, or a
@@ -104,10 +122,15 @@ static int take_completions(struct sst *t)
 	n = rdma_sq_poll(t->node, wc, WC_BATCH);
 	for (int i = 0; i < n; i++) {
 		uint32_t rank = sst_wrid_rank(wc[i].wr_id);
+		const struct sst_dispatch *d = t->opt.dispatch;
 
-		/* Other parts' work on a shared queue is not ours to judge. */
-		if (!sst_wrid_is_ours(wc[i].wr_id) || rank >= t->n ||
-		    rank == t->me)
+		/* Other parts' work on a shared queue is theirs to judge. */
+		if (!sst_wrid_is_ours(wc[i].wr_id)) {
+			if (d && d->on_wc && d->on_wc(d->arg, &wc[i]))
+				work++;
+			continue;
+		}
+		if (rank >= t->n || rank == t->me)
 			continue;
 		if (wc[i].status) {
 			on_failed_wc(t, rank, &wc[i]);
@@ -116,9 +139,7 @@ static int take_completions(struct sst *t)
 		}
 		if (sst_wrid_kind(wc[i].wr_id) == SST_WR_WRITE) {
 			sst_write_done(t, rank, sst_wrid_covered(wc[i].wr_id));
-		} else {
-			t->stats.received++;
-			repost(t, rank);
+		} else if (on_recv(t, rank, &wc[i])) {
 			work++;
 		}
 	}
@@ -252,6 +273,9 @@ static bool pass(struct sst *t)
 	learn_suspicions(t);
 	sst_flush_pending(t);
 	if (sst_preds_eval(&t->preds))
+		work = true;
+	if (t->opt.dispatch && t->opt.dispatch->on_pass &&
+	    t->opt.dispatch->on_pass(t->opt.dispatch->arg))
 		work = true;
 	t->stats.passes++;
 	return work;

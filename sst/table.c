@@ -110,14 +110,28 @@ static int find_peers(struct sst *t, size_t table_offset,
 	return 0;
 }
 
+int sst_post_recv(struct sst *t, uint32_t rank, uint32_t i,
+		  struct squall_error *err)
+{
+	struct rdma_sq_sge sge;
+
+	if (!t->opt.recv_buf_size)
+		return rdma_sq_post_recv(t->node, t->peers[rank].id, NULL, 0,
+					 sst_wrid(SST_WR_RECV, rank, i), err);
+	sge.ptr = sst_recv_buf(t, rank, i);
+	sge.len = t->opt.recv_buf_size;
+	return rdma_sq_post_recv(t->node, t->peers[rank].id, &sge, 1,
+				 sst_wrid(SST_WR_RECV, rank, i), err);
+}
+
 static int post_receives(struct sst *t, struct squall_error *err)
 {
 	for (uint32_t r = 0; r < t->n; r++) {
 		if (r == t->me || t->peers[r].failed)
 			continue;
 		for (uint32_t i = 0; i < t->opt.recv_depth; i++) {
-			int rc = rdma_sq_post_recv(t->node, t->peers[r].id,
-				NULL, 0, sst_wrid(SST_WR_RECV, r, 0), err);
+			int rc = sst_post_recv(t, r, i, err);
+
 			if (rc)
 				return rc;
 		}
@@ -143,6 +157,10 @@ int sst_create(struct rdma_sq_node *node, const struct group_config *cfg,
 		return squall_error_set(err, -EINVAL,
 			"sst_create: table offset %zu is not a multiple of %d",
 			table_offset, SST_CACHE_LINE);
+	if (opt && opt->recv_buf_size && !opt->recv_area)
+		return squall_error_set(err, -EINVAL,
+			"sst_create: recv_buf_size %u without a recv_area",
+			opt->recv_buf_size);
 	rc = -ENOENT;
 	for (uint32_t i = 0; i < cfg->nmembers; i++)
 		if (cfg->members[i].id == rdma_sq_my_id(node))
@@ -373,4 +391,14 @@ void sst_get_stats(struct sst *t, struct sst_stats *out)
 	pthread_mutex_lock(&t->preds.lock);
 	out->fired = t->preds.fired;
 	pthread_mutex_unlock(&t->preds.lock);
+}
+
+void sst_wake(struct sst *t)
+{
+	/* The same handshake as a local push (progress.c): either the
+	 * progress thread sees the count move and does not sleep, or we see
+	 * it asleep and end its wait. */
+	atomic_fetch_add_explicit(&t->local_pushes, 1, memory_order_seq_cst);
+	if (atomic_load_explicit(&t->asleep, memory_order_seq_cst))
+		rdma_sq_wake(t->node);
 }

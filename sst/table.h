@@ -112,6 +112,17 @@ static inline uint64_t *sst_word(const struct sst *t, uint32_t rank, size_t off)
 	return (uint64_t *)(void *)(t->table + (size_t)rank * t->row_size + off);
 }
 
+/* Receive buffer i of member rank (recv_buf_size > 0). */
+static inline void *sst_recv_buf(const struct sst *t, uint32_t rank, uint32_t i)
+{
+	return (uint8_t *)t->opt.recv_area +
+	       ((size_t)rank * t->opt.recv_depth + i) * t->opt.recv_buf_size;
+}
+
+/* Post receive i for member rank (its buffer, when there are buffers). */
+int sst_post_recv(struct sst *t, uint32_t rank, uint32_t i,
+		  struct squall_error *err);
+
 /* Push bytes [lo, hi) of my row to every live peer (push.c). wake: the
  * progress thread may be asleep, make the writes signaled so that their
  * completions wake it. */

@@ -246,6 +246,11 @@ int rdma_sq_poll(struct rdma_sq_node *node, struct rdma_sq_wc *out, int max);
  * the call wake it at once. */
 int rdma_sq_wait(struct rdma_sq_node *node, int timeout_ms);
 
+/* End a blocking rdma_sq_wait now, or the next one at once when none is
+ * running: how another thread hands the progress thread work that no
+ * completion will announce. Any thread; async-signal-safe. */
+void rdma_sq_wake(struct rdma_sq_node *node);
+
 /* The reason peer was marked dead (empty when alive). */
 const char *rdma_sq_peer_error(const struct rdma_sq_node *node, uint32_t peer);
 

@@ -128,6 +128,30 @@ struct group_config;
 typedef void (*sst_suspect_fn)(struct sst *t, uint32_t rank, uint32_t by,
 			       const char *why, void *arg);
 
+struct rdma_sq_wc;
+
+/* Other parts that share the node with the SST (SMC, RDMC, the group):
+ * the SST's progress thread is the member's one progress thread, takes
+ * every completion of the node and hands over what is not its own. Each
+ * hook returns true when it did work (the thread then keeps spinning).
+ * All run on the progress thread; any may be NULL. */
+struct sst_dispatch {
+	/* A completion whose wr_id is not the SST's (another part's
+	 * request, failed ones included). */
+	bool (*on_wc)(void *arg, const struct rdma_sq_wc *wc);
+	/* A WRITE_WITH_IMM from member rank whose immediate is not an SST
+	 * push (SST pushes carry the pusher's rank, below SST_MAX_MEMBERS).
+	 * The receive it consumed is posted again by the SST. */
+	bool (*on_imm)(void *arg, uint32_t rank, uint32_t imm);
+	/* A SEND from member rank arrived in buf (len bytes, valid during
+	 * the call; the receive is posted again after it returns). */
+	bool (*on_message)(void *arg, uint32_t rank, const void *buf,
+			   uint32_t len);
+	/* Once per progress pass, after the predicates. */
+	bool (*on_pass)(void *arg);
+	void *arg;
+};
+
 /* Options for sst_create; zero fields take the defaults. */
 struct sst_options {
 	/* Heartbeat period and suspicion timeout; 0 = the .cfg values
@@ -150,6 +174,15 @@ struct sst_options {
 	uint32_t recv_depth;
 	sst_suspect_fn on_suspect;
 	void *suspect_arg;
+	/* Receive buffers, for peers' SENDs to other parts: with
+	 * recv_buf_size > 0, each receive posted for member rank gets
+	 * recv_buf_size bytes of recv_area (registered memory of at least
+	 * nmembers * recv_depth * recv_buf_size bytes). 0: receives hold no
+	 * buffer (only WRITE_WITH_IMM may arrive). */
+	void *recv_area;
+	uint32_t recv_buf_size;
+	/* The hooks of the parts sharing the node; NULL: none. */
+	const struct sst_dispatch *dispatch;
 };
 
 /* Counters of what the table has done, for tools and benchmarks. */
@@ -251,5 +284,10 @@ bool sst_suspected(const struct sst *t, uint32_t rank);
 
 /* A snapshot of the counters. */
 void sst_get_stats(struct sst *t, struct sst_stats *out);
+
+/* Make the progress thread run a pass soon, from any thread: for work of
+ * a dispatch hook (sst_options.dispatch) that no completion announces. */
+void sst_wake(struct sst *t);
+
 
 #endif /* SQUALL_SST_H */
