@@ -282,6 +282,13 @@ static void deadline_after(struct timespec *ts, int ms)
 int smc_core_send(struct smc_core *c, const void *payload, uint32_t len,
 		  void *cookie, int timeout_ms, bool copied)
 {
+	return smc_core_send_kind(c, payload, len, cookie, timeout_ms, copied,
+				  0);
+}
+
+int smc_core_send_kind(struct smc_core *c, const void *payload, uint32_t len,
+		       void *cookie, int timeout_ms, bool copied, uint8_t kind)
+{
 	struct timespec deadline;
 	bool waited = false;
 	int64_t rec;
@@ -297,7 +304,8 @@ int smc_core_send(struct smc_core *c, const void *payload, uint32_t len,
 			r = c->error;
 			goto out;
 		}
-		rec = reserve_own(c, len ? payload : NULL, len, 1, 0, cookie);
+		rec = reserve_own(c, len ? payload : NULL, len, 1,
+				  (uint16_t)(kind << SMC_REC_KIND_SHIFT), cookie);
 		if (rec >= 0)
 			break;
 		if (rec != -EAGAIN) {
@@ -495,6 +503,7 @@ static uint32_t run_upcalls(struct smc_core *c, uint32_t got)
 		    .data = e->rec.data,
 		    .len = e->rec.len,
 		    .slot = e->rec.rec,
+		    .kind = (uint8_t)(e->rec.flags >> SMC_REC_KIND_SHIFT),
 		};
 		c->kept[i] = c->p.deliver(c->p.deliver_arg, &m);
 		msgs++;

@@ -102,6 +102,11 @@ const struct smc_ring_geom *smc_core_geom(const struct smc_core *c);
 int smc_core_send(struct smc_core *c, const void *payload, uint32_t len,
 		  void *cookie, int timeout_ms, bool copied);
 
+/* smc_core_send with a kind (0..255) the receivers' upcalls see in
+ * smc_msg.kind. */
+int smc_core_send_kind(struct smc_core *c, const void *payload, uint32_t len,
+		       void *cookie, int timeout_ms, bool copied, uint8_t kind);
+
 /* Send len bytes from memory outside the region: lease a buffer through
  * ops->lease, copy the payload into it (counted in sends_copied and
  * payload_copies) and send it as smc_core_send() does; timeout_ms bounds

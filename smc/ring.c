@@ -66,6 +66,7 @@ int64_t smc_ring_tx_reserve(struct smc_ring_tx *tx, const void *payload,
 		return -EMSGSIZE;
 	assert(nrounds >= 1);
 	assert((flags & SMC_REC_NULL) ? len == 0 && !payload : nrounds == 1);
+	assert(!(flags & ~(SMC_REC_NULL | SMC_REC_KIND_MASK)));
 	assert(len == 0 || payload);
 	if (smc_ring_tx_free_slots(tx) == 0)
 		return -EAGAIN;
@@ -213,7 +214,7 @@ int smc_ring_rx_accept(struct smc_ring_rx *rx, uint32_t imm,
 		smc_rec_hdr_decode(p, &h);
 		if (h.round != round || h.nrounds == 0 ||
 		    h.len > rx->g.max_payload ||
-		    (h.flags & ~SMC_REC_NULL) != 0 ||
+		    (h.flags & ~(SMC_REC_NULL | SMC_REC_KIND_MASK)) != 0 ||
 		    ((h.flags & SMC_REC_NULL) ? h.len != 0 : h.nrounds != 1))
 			return -EPROTO;
 		out[i] = (struct smc_rx_rec){

@@ -69,6 +69,11 @@
 
 /* Record flags. */
 #define SMC_REC_NULL 0x1u /* no payload; covers nrounds rounds */
+/* Bits 8..15: the message's kind, chosen by the layer above (the group
+ * tells application messages from RDMC announcements by it); SMC carries
+ * it and hands it to the delivery upcall. */
+#define SMC_REC_KIND_SHIFT 8u
+#define SMC_REC_KIND_MASK 0xff00u
 
 /* Rounds one null record covers at most (the header field is 16 bits). */
 #define SMC_NULL_MAX_ROUNDS 65535u

@@ -36,6 +36,7 @@ struct smc_msg {
 	const void *data; /* the payload, in place */
 	size_t len;
 	uint64_t slot; /* identifies the slot for smc_release() */
+	uint8_t kind;  /* what the sender's layer said it is (0 by default) */
 };
 
 /* The delivery upcall, run by the member's progress thread, in the total

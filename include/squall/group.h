@@ -1,0 +1,195 @@
+/*
+ * group.h - squall's group API: what a replicated service is written
+ * against.
+ *
+ * A group is a fixed list of members described by a .cfg file (see
+ * config.h). Each member process creates its end of the group with its own
+ * id; group_create() returns once every member is connected and agrees on
+ * the group file. From then on:
+ *
+ *  - group_get_allocator() gives the member's allocator over its one
+ *    registered region. Lease buffers from it (many at once if you like),
+ *    fill them in any order from any thread, and hand each to
+ *    group_ordered_send(): the group owns it from then on and gives it
+ *    back to the allocator by itself once every member has it. Nothing is
+ *    copied: small messages (up to smc.max_payload) go out of the buffer
+ *    on the SMC ring, larger ones on RDMC's binomial pipeline straight into
+ *    the receivers' own leased buffers.
+ *  - every member delivers every ordered message, small and large alike,
+ *    in the same total order, through the deliver upcall.
+ *  - group_p2p_send() sends one member a message outside the order, which
+ *    arrives through the p2p upcall: enough for request/reply.
+ *  - group_close() flushes: every message any member sent before it closed
+ *    is delivered on every member before it returns.
+ *
+ * Upcalls run on the member's progress thread, one at a time, in delivery
+ * order. They may lease, send (ordered sends from an upcall never wait:
+ * they fail with -EAGAIN when the window is full) and release, but must not
+ * call group_barrier() or group_close().
+ *
+ * Errors are negative errno values; group_strerror() names them, and the
+ * calls that can say more fill a struct squall_error (one line naming the
+ * member, the file or the setting concerned).
+ *
+ * This version keeps the membership of the .cfg: a member that fails is
+ * reported through the failure upcall, and the group stops delivering
+ * (every ordered message needs every member) rather than carry on with a
+ * view that some members do not share.
+ */
+#ifndef SQUALL_GROUP_H
+#define SQUALL_GROUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <squall/alloc.h>
+#include <squall/config.h>
+#include <squall/error.h>
+
+struct group;
+
+/* The members of the group as this member sees them. */
+struct group_view {
+	uint64_t epoch;           /* 0 for the view the group starts in */
+	uint32_t nmembers;
+	const uint32_t *members;  /* member ids, in .cfg order */
+	uint32_t my_id;
+	uint32_t my_rank;         /* this member's index in members[] */
+};
+
+struct group_callbacks {
+	/* An ordered message: sender's member id, its position in the
+	 * total order (the same on every member, increasing, with gaps), and
+	 * the payload in place (in this member's region). Return false and
+	 * the group reuses the memory as soon as the upcall returns; return
+	 * true to keep it, and give it back later with group_release(). */
+	bool (*deliver)(void *ctx, uint32_t sender, uint64_t seq,
+			const struct buf_desc *d);
+	/* A point-to-point message from member `sender`; d is valid during
+	 * the call only. May be NULL (such messages are then dropped). */
+	void (*p2p_receive)(void *ctx, uint32_t sender,
+			    const struct buf_desc *d);
+	/* The view: called once from group_create() before it returns.
+	 * May be NULL. */
+	void (*view)(void *ctx, const struct group_view *v);
+	/* Member `member` failed (or this member lost touch with it): why
+	 * says what was seen. The group delivers nothing after the messages
+	 * already stable. May be NULL. */
+	void (*failure)(void *ctx, uint32_t member, const char *why);
+	/* An ordered send this member made failed after
+	 * group_ordered_send() returned (a receiver could not lease the
+	 * buffer of a large message; no member delivers it). May be NULL. */
+	void (*send_failed)(void *ctx, const struct buf_desc *d, int code,
+			    const char *why);
+};
+
+/* Load the group file at cfg_path and create member my_id's end of the
+ * group: map and register the region, connect to every member (waiting
+ * up to group.connect_timeout_ms for them to start), check that every
+ * member loaded the same group file, start the progress thread and call
+ * the view upcall. cb->deliver is required; ctx is passed to every
+ * upcall. Returns the group, or NULL with err filled: a broken .cfg (its
+ * path, line and setting), an unknown member id (the known ids), a member
+ * whose group file differs (its id and both fingerprints), a member that
+ * never came up (its id and address), or an RDMA error. */
+struct group *group_create(const char *cfg_path, uint32_t my_id,
+			   const struct group_callbacks *cb, void *ctx,
+			   struct squall_error *err);
+
+/* The same from a loaded configuration: for a group file with node
+ * overrides (group_config_load_with: a node .cfg or --set strings). The
+ * group keeps its own copy of cfg. */
+struct group *group_create_cfg(const struct group_config *cfg, uint32_t my_id,
+			       const struct group_callbacks *cb, void *ctx,
+			       struct squall_error *err);
+
+/* The member's allocator: lease buffers to send from it. Owned by the
+ * group; valid until group_close(). */
+struct alloc *group_get_allocator(struct group *g);
+
+/* Send the leased buffer d (d->ptr the start of a lease, d->len <= its
+ * size, > 0) to every member, this one included, in the total order. The
+ * group owns the buffer from now on and returns it to the allocator once
+ * every member has it; do not touch or release it. Messages up to
+ * smc.max_payload travel on SMC, larger ones on RDMC. Waits while the
+ * sender's window is full. Returns 0, or: -EINVAL (d is not a lease of
+ * this group's allocator ready to send: outside the region, already sent,
+ * released), -ENOTCONN (a member failed), -ESHUTDOWN (the group is
+ * closing); err says which. */
+int group_ordered_send(struct group *g, const struct buf_desc *d,
+		       struct squall_error *err);
+
+/* group_ordered_send waiting at most timeout_ms for room (0: not at all,
+ * then -EAGAIN when the window is full; < 0: as long as it takes). On
+ * -EAGAIN and -ETIMEDOUT the buffer is still the caller's. */
+int group_ordered_send_timeout(struct group *g, const struct buf_desc *d,
+			       int timeout_ms, struct squall_error *err);
+
+/* Send len bytes at ptr, memory outside the region (or anywhere): the
+ * group copies them into a lease first (counted in group_stats
+ * copies). Otherwise as group_ordered_send; ptr is the caller's again on
+ * return. */
+int group_send_copy(struct group *g, const void *ptr, size_t len,
+		    struct squall_error *err);
+
+/* The largest point-to-point message. */
+size_t group_p2p_max(const struct group *g);
+
+/* Send the leased buffer d to member `member` alone (not ordered with
+ * anything else). The group owns the buffer until the send completes,
+ * then returns it to the allocator. Returns 0, -EMSGSIZE (d->len >
+ * group_p2p_max()), -ENOENT (no such member, or this member), -EINVAL,
+ * -ENOTCONN. */
+int group_p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
+		   struct squall_error *err);
+
+/* Give back a delivered message the deliver upcall kept. Returns 0 or
+ * -EINVAL (d is not a kept delivery). */
+int group_release(struct group *g, const struct buf_desc *d);
+
+/* Wait until every member has called group_barrier() as many times as
+ * this one. Returns 0, -ENOTCONN (a member failed) or -ETIMEDOUT (after
+ * timeout_ms; < 0: no limit). */
+int group_barrier(struct group *g, int timeout_ms, struct squall_error *err);
+
+/* Flush and leave: wait until every member has closed and every ordered
+ * message sent by any member before its close is delivered on every
+ * member, then disconnect and free everything (g is gone, and with it the
+ * allocator and any kept delivery). A failed member does not hold the
+ * others back. Returns 0, or -ENOTCONN / -ETIMEDOUT (after timeout_ms;
+ * < 0: no limit) when the flush could not complete (g is freed all the
+ * same). */
+int group_close(struct group *g, int timeout_ms, struct squall_error *err);
+
+/* The member's id, rank, and the group's member count. */
+uint32_t group_my_id(const struct group *g);
+uint32_t group_my_rank(const struct group *g);
+uint32_t group_nmembers(const struct group *g);
+/* Member id of rank r (0 <= r < group_nmembers). */
+uint32_t group_member_id(const struct group *g, uint32_t r);
+/* The configuration in use. */
+const struct group_config *group_get_config(const struct group *g);
+
+/* What the member has done. */
+struct group_stats {
+	uint64_t sent;             /* ordered messages sent */
+	uint64_t sent_smc;         /* of which on SMC */
+	uint64_t sent_rdmc;        /* of which on RDMC */
+	uint64_t delivered;        /* ordered messages delivered */
+	uint64_t delivered_bytes;
+	uint64_t copies;           /* payload copies made on send
+				      (group_send_copy only) */
+	uint64_t payload_copies;   /* payload memcpy()s inside SMC and RDMC
+				      on send and receive: 0 */
+	uint64_t p2p_sent;
+	uint64_t p2p_received;
+	uint64_t send_waits;       /* sends that waited for room */
+};
+void group_stats(struct group *g, struct group_stats *st);
+
+/* A fixed text for a code returned by a group call: e.g. -ENOTCONN "a
+ * member failed", -ESHUTDOWN "the group is closing". */
+const char *group_strerror(int code);
+
+#endif /* SQUALL_GROUP_H */
