@@ -83,10 +83,10 @@ static void put(struct store *st, const char *key, const char *value)
 			st->bad++;
 			return;
 		}
-		snprintf((*e)->key, sizeof((*e)->key), "%s", key);
+		snprintf((*e)->key, sizeof((*e)->key), "%.64s", key);
 		st->keys++;
 	}
-	snprintf((*e)->value, sizeof((*e)->value), "%s", value);
+	snprintf((*e)->value, sizeof((*e)->value), "%.256s", value);
 }
 
 static void del(struct store *st, const char *key)

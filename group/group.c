@@ -316,6 +316,8 @@ static int init(struct group *g, const struct group_config *cfg,
 		r = check_peers_cfg(g, err);
 	if (!r)
 		r = group_rings_exchange(g, err);
+	if (!r)
+		atomic_store_explicit(&g->ready, true, memory_order_release);
 	return r;
 }
 

@@ -159,6 +159,8 @@ struct group {
 	uint64_t barriers;              /* group_barrier calls */
 	atomic_int failed;              /* first failure: -ENOTCONN */
 	char fail_msg[SQUALL_ERRMSG_MAX];
+	atomic_bool ready;              /* every peer's ring is known: SMC may
+					   post (nulls included) */
 	atomic_bool closing;            /* group_close began */
 	atomic_bool quiet;              /* flushed: peers leaving is fine */
 };

@@ -396,7 +396,9 @@ bool group_pass(void *arg)
 	bool work = false;
 	int r;
 
-	if (!g->core)
+	/* Until every peer's ring is known, no SMC write (a null record
+	 * included) may go out; arrivals wait in the core meanwhile. */
+	if (!atomic_load_explicit(&g->ready, memory_order_acquire))
 		return false;
 	if (start_sends(g))
 		work = true;
