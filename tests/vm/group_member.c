@@ -1,0 +1,485 @@
+/*
+ * group_member - one member of a group test run (tests/vm/group_*.sh,
+ * smc_*.sh, rdmc_order4.sh).
+ *
+ * order mode (the default): the members of rank < --senders each send
+ * --count ordered messages; sizes are random in [1, smc.max_payload]
+ * unless --sizes lists them (bytes, cycled; sizes above max_payload go on
+ * RDMC), with --smc-between small messages after each listed size. Every
+ * payload starts with {sender, index, len, checksum of the rest} and the
+ * rest is pseudo-random from (sender, index), so the receiver checks every
+ * byte. Delivery checks: each sender's messages arrive in its send order,
+ * every checksum matches; a running hash over (sender, seq, index) shows
+ * the order. --hold-ms keeps every delivered small message for that long
+ * (a thread releases it later, after checking its bytes again: a slot
+ * overwritten while held is caught). Then group_close, which must deliver
+ * everything, and one line:
+ *   ORDER member=ID delivered=N expected=E bad=B hash=H copies=C
+ *         payload_copies=P send_waits=W held_max=M lat_p50_us=..
+ *         lat_p99_us=.. secs=..
+ * (latency: own messages, send to own delivery.)
+ *
+ * p2p mode: every member sends a request to every other member and answers
+ * each request it gets; one line P2P member=ID requests=R replies=A bad=B.
+ *
+ * Exit status 0 only when everything expected arrived intact.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <squall/group.h>
+
+#define MAX_SIZES 16
+#define MAX_SETS 8
+#define HOLD_MAX 65536
+
+struct hdr {
+	uint32_t sender;
+	uint32_t index;
+	uint64_t len;
+	uint64_t sum;
+};
+
+struct held {
+	struct buf_desc d;
+	uint64_t until_ns;
+};
+
+struct member {
+	struct group *g;
+	uint32_t id, rank, n;
+	unsigned senders, count, smc_between, hold_ms;
+	size_t sizes[MAX_SIZES];
+	unsigned nsizes;
+	uint32_t max_payload;
+	bool p2p;
+
+	/* delivery side (progress thread) */
+	uint64_t delivered, bad, hash;
+	uint32_t next_index[64];
+	uint64_t *sent_ns;   /* own messages: send time by index */
+	uint64_t *lat_ns;
+	uint64_t nlat;
+
+	/* holding */
+	pthread_mutex_t lock;
+	struct held held[HOLD_MAX];
+	unsigned hhead, htail;
+	unsigned held_max;      /* most messages held at once */
+	atomic_bool stop;
+
+	/* p2p */
+	atomic_uint requests, replies;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+static uint64_t fill_sum(uint8_t *p, size_t len, uint32_t sender,
+			 uint32_t index, bool write)
+{
+	uint64_t s = mix((uint64_t)sender << 32 | index), h = 0xcbf29ce484222325ull;
+	size_t i = 0;
+
+	/* Eight bytes at a time for speed; the checksum covers every byte. */
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w;
+
+		s = mix(s + i);
+		if (write)
+			memcpy(p + i, &s, 8);
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * 0x100000001b3ull;
+	}
+	for (; i < len; i++) {
+		if (write)
+			p[i] = (uint8_t)(s >> (8 * (i % 8)));
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	}
+	return h;
+}
+
+/* The size of message i of a sender. */
+static size_t size_of(struct member *m, uint32_t sender, uint32_t i)
+{
+	if (m->nsizes) {
+		unsigned per = m->smc_between + 1;
+
+		if (i % per == 0)
+			return m->sizes[(i / per) % m->nsizes];
+		return 64 + (size_t)(mix((uint64_t)sender << 40 | i) % 4000);
+	}
+	return 1 + (size_t)(mix((uint64_t)sender << 32 | i) % m->max_payload);
+}
+
+static bool check_hdr(const struct buf_desc *d, uint32_t *sender,
+		      uint32_t *index, bool sum)
+{
+	struct hdr h;
+
+	if (d->len < sizeof(h)) {
+		/* Too short to carry a header: only the size is known. */
+		*sender = UINT32_MAX;
+		return d->len > 0;
+	}
+	memcpy(&h, d->ptr, sizeof(h));
+	*sender = h.sender;
+	*index = h.index;
+	return h.len == d->len && (!sum ||
+	       h.sum == fill_sum((uint8_t *)d->ptr + sizeof(h),
+				 d->len - sizeof(h), h.sender, h.index, false));
+}
+
+static bool check(struct member *m, const struct buf_desc *d, uint32_t *sender,
+		  uint32_t *index)
+{
+	(void)m;
+	return check_hdr(d, sender, index, true);
+}
+
+static bool deliver(void *ctx, uint32_t sender, uint64_t seq,
+		    const struct buf_desc *d)
+{
+	struct member *m = ctx;
+	uint32_t s = UINT32_MAX, idx = 0;
+	/* Large messages are checked byte by byte on the releaser thread:
+	 * an upcall that runs for seconds would stop this member's
+	 * heartbeat (the progress thread beats it). */
+	bool large = d->len > m->max_payload;
+	bool ok = check_hdr(d, &s, &idx, !large);
+	uint32_t rank = UINT32_MAX;
+
+	for (uint32_t r = 0; r < m->n; r++)
+		if (group_member_id(m->g, r) == sender)
+			rank = r;
+	if (s != UINT32_MAX) {
+		if (s != sender || rank >= 64 || idx != m->next_index[rank])
+			ok = false;
+		else
+			m->next_index[rank]++;
+	}
+	if (!ok) {
+		m->bad++;
+		fprintf(stderr, "member %u: message seq %" PRIu64 " from %u "
+			"(index %u, %zu bytes) is wrong\n", m->id, seq, sender,
+			idx, d->len);
+	}
+	if (s == m->id && idx < m->count && m->sent_ns[idx])
+		m->lat_ns[m->nlat++] = now_ns() - m->sent_ns[idx];
+	m->hash = mix(m->hash ^ ((uint64_t)sender << 32 | idx) ^ mix(seq));
+	__atomic_store_n(&m->delivered, m->delivered + 1, __ATOMIC_RELAXED);
+	if (m->hold_ms || large) {
+		bool kept = false;
+
+		pthread_mutex_lock(&m->lock);
+		if (m->htail - m->hhead < HOLD_MAX) {
+			m->held[m->htail++ % HOLD_MAX] = (struct held){
+				*d, now_ns() + (large ? 0 :
+				(uint64_t)m->hold_ms * 1000000ull) };
+			kept = true;
+			if (m->htail - m->hhead > m->held_max)
+				m->held_max = m->htail - m->hhead;
+		}
+		pthread_mutex_unlock(&m->lock);
+		return kept;
+	}
+	return false;
+}
+
+/* Release held messages when their time is up, checking them again. */
+static void *releaser(void *arg)
+{
+	struct member *m = arg;
+
+	while (!atomic_load(&m->stop)) {
+		struct held h;
+		bool have = false;
+
+		pthread_mutex_lock(&m->lock);
+		if (m->hhead != m->htail &&
+		    m->held[m->hhead % HOLD_MAX].until_ns <= now_ns()) {
+			h = m->held[m->hhead++ % HOLD_MAX];
+			have = true;
+		}
+		pthread_mutex_unlock(&m->lock);
+		if (!have) {
+			usleep(1000);
+			continue;
+		}
+		uint32_t s, idx;
+
+		if (!check(m, &h.d, &s, &idx)) {
+			fprintf(stderr, "member %u: a held message changed "
+				"under it (overwritten)\n", m->id);
+			m->bad++;
+		}
+		group_release(m->g, &h.d);
+	}
+	return NULL;
+}
+
+static void p2p_receive(void *ctx, uint32_t sender, const struct buf_desc *d)
+{
+	struct member *m = ctx;
+	struct alloc *a = group_get_allocator(m->g);
+	struct squall_error err;
+	char msg[64];
+	struct buf_desc r;
+	size_t len;
+	unsigned from, to;
+
+	if (d->len >= sizeof(msg)) {
+		m->bad++;
+		return;
+	}
+	memcpy(msg, d->ptr, d->len);
+	msg[d->len] = 0;
+	if (sscanf(msg, "request %u to %u", &from, &to) == 2) {
+		if (from != sender || to != m->id)
+			m->bad++;
+		atomic_fetch_add(&m->requests, 1);
+		len = (size_t)snprintf(msg, sizeof(msg), "reply %u to %u",
+				       m->id, sender);
+		if (alloc_lease(a, 1, &len, &r)) {
+			m->bad++;
+			return;
+		}
+		memcpy(r.ptr, msg, len);
+		if (group_p2p_send(m->g, sender, &r, &err)) {
+			fprintf(stderr, "member %u: reply: %s\n", m->id, err.msg);
+			m->bad++;
+		}
+	} else if (sscanf(msg, "reply %u to %u", &from, &to) == 2) {
+		if (from != sender || to != m->id)
+			m->bad++;
+		atomic_fetch_add(&m->replies, 1);
+	} else {
+		m->bad++;
+	}
+}
+
+static int send_all(struct member *m)
+{
+	struct alloc *a = group_get_allocator(m->g);
+	struct squall_error err;
+
+	for (uint32_t i = 0; i < m->count; i++) {
+		size_t len = size_of(m, m->id, i);
+		struct buf_desc d;
+		struct hdr h;
+		int r;
+
+		if (len < sizeof(h))
+			len = sizeof(h);
+		r = alloc_lease_wait(a, 1, &len, &d, 600000);
+		if (r) {
+			fprintf(stderr, "member %u: lease %zu: %s\n", m->id, len,
+				strerror(-r));
+			return r;
+		}
+		h = (struct hdr){ m->id, i, len, 0 };
+		h.sum = fill_sum((uint8_t *)d.ptr + sizeof(h), len - sizeof(h),
+				 m->id, i, true);
+		memcpy(d.ptr, &h, sizeof(h));
+		m->sent_ns[i] = now_ns();
+		r = group_ordered_send(m->g, &d, &err);
+		if (r) {
+			fprintf(stderr, "member %u: send %u: %s\n", m->id, i,
+				err.msg);
+			return r;
+		}
+	}
+	return 0;
+}
+
+static int run_p2p(struct member *m)
+{
+	struct alloc *a = group_get_allocator(m->g);
+	struct squall_error err;
+	uint64_t deadline = now_ns() + 120000000000ull;
+
+	for (uint32_t r = 0; r < m->n; r++) {
+		uint32_t to = group_member_id(m->g, r);
+		char msg[64];
+		size_t len;
+		struct buf_desc d;
+
+		if (to == m->id)
+			continue;
+		len = (size_t)snprintf(msg, sizeof(msg), "request %u to %u",
+				       m->id, to);
+		if (alloc_lease(a, 1, &len, &d))
+			return -ENOMEM;
+		memcpy(d.ptr, msg, len);
+		if (group_p2p_send(m->g, to, &d, &err)) {
+			fprintf(stderr, "member %u: request: %s\n", m->id, err.msg);
+			return -EIO;
+		}
+	}
+	while ((atomic_load(&m->replies) < m->n - 1 ||
+		atomic_load(&m->requests) < m->n - 1) && now_ns() < deadline)
+		usleep(1000);
+	/* Everyone has its replies before anyone leaves. */
+	return group_barrier(m->g, 120000, &err);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "config", required_argument, 0, 'c' },
+		{ "id", required_argument, 0, 'i' },
+		{ "set", required_argument, 0, 's' },
+		{ "senders", required_argument, 0, 'k' },
+		{ "count", required_argument, 0, 'n' },
+		{ "sizes", required_argument, 0, 'z' },
+		{ "smc-between", required_argument, 0, 'b' },
+		{ "hold-ms", required_argument, 0, 'h' },
+		{ "p2p", no_argument, 0, 'p' },
+		{ 0, 0, 0, 0 },
+	};
+	struct member *m = calloc(1, sizeof(*m));
+	struct group_config *cfg = calloc(1, sizeof(*cfg));
+	struct group_callbacks cb = { .deliver = deliver,
+				      .p2p_receive = p2p_receive };
+	const char *cfg_path = NULL, *id = NULL, *sets[MAX_SETS];
+	size_t nsets = 0;
+	struct squall_error err;
+	struct group_stats gs;
+	pthread_t rel;
+	uint64_t expected = 0, t0;
+	long my_id;
+	int c, r = 0;
+
+	if (!m || !cfg)
+		return 1;
+	pthread_mutex_init(&m->lock, NULL);
+	m->count = 1000;
+	m->senders = UINT32_MAX;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c': cfg_path = optarg; break;
+		case 'i': id = optarg; break;
+		case 's': if (nsets < MAX_SETS) sets[nsets++] = optarg; break;
+		case 'k': m->senders = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'n': m->count = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'z':
+			for (char *t = strtok(optarg, ","); t && m->nsizes < MAX_SIZES;
+			     t = strtok(NULL, ","))
+				m->sizes[m->nsizes++] = strtoull(t, NULL, 0);
+			break;
+		case 'b': m->smc_between = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'h': m->hold_ms = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'p': m->p2p = true; break;
+		default:
+			fprintf(stderr, "usage: group_member --config CFG --id N "
+				"[--set k=v] [--senders K] [--count N] [--sizes B,..] "
+				"[--smc-between K] [--hold-ms MS] [--p2p]\n");
+			return 2;
+		}
+	}
+	if (!cfg_path) {
+		fprintf(stderr, "group_member: --config is required\n");
+		return 2;
+	}
+	if (group_config_load_with(cfg_path, NULL, sets, nsets, cfg, &err)) {
+		fprintf(stderr, "group_member: %s\n", err.msg);
+		return 1;
+	}
+	my_id = group_config_my_id(cfg, id, &err);
+	if (my_id < 0) {
+		fprintf(stderr, "group_member: %s\n", err.msg);
+		return 1;
+	}
+	m->id = (uint32_t)my_id;
+	m->max_payload = cfg->smc_max_payload;
+	m->sent_ns = calloc(m->count + 1, 8);
+	m->lat_ns = calloc(m->count + 1, 8);
+	m->hash = 0x9e3779b97f4a7c15ull;
+	m->g = group_create_cfg(cfg, m->id, &cb, m, &err);
+	if (!m->g) {
+		fprintf(stderr, "group_member %u: %s\n", m->id, err.msg);
+		return 1;
+	}
+	m->n = group_nmembers(m->g);
+	m->rank = group_my_rank(m->g);
+	if (m->senders > m->n)
+		m->senders = m->n;
+	expected = m->p2p ? 0 : (uint64_t)m->senders * m->count;
+	pthread_create(&rel, NULL, releaser, m);
+	t0 = now_ns();
+	if (m->p2p)
+		r = run_p2p(m);
+	else if (m->rank < m->senders)
+		r = send_all(m);
+	{
+		/* Keep releasing until everything has arrived, then give back
+		 * what is still held before the group goes away. */
+		uint64_t until = now_ns() + 900000000000ull;
+
+		while (__atomic_load_n(&m->delivered, __ATOMIC_RELAXED) < expected &&
+		       now_ns() < until)
+			usleep(10000);
+		atomic_store(&m->stop, true);
+		pthread_join(rel, NULL);
+		while (m->hhead != m->htail) {
+			struct held *h = &m->held[m->hhead++ % HOLD_MAX];
+			uint32_t s, idx;
+
+			if (!check(m, &h->d, &s, &idx))
+				m->bad++;
+			group_release(m->g, &h->d);
+		}
+	}
+	group_stats(m->g, &gs);
+	if (group_close(m->g, 900000, &err)) {
+		fprintf(stderr, "group_member %u: close: %s\n", m->id, err.msg);
+		r = r ? r : -EIO;
+	}
+	if (m->p2p) {
+		printf("P2P member=%u requests=%u replies=%u bad=%" PRIu64 "\n",
+		       m->id, atomic_load(&m->requests), atomic_load(&m->replies),
+		       m->bad);
+		return r || m->bad || atomic_load(&m->replies) != m->n - 1 ||
+		       atomic_load(&m->requests) != m->n - 1;
+	}
+	qsort(m->lat_ns, m->nlat, 8, cmp_u64);
+	printf("ORDER member=%u delivered=%" PRIu64 " expected=%" PRIu64
+	       " bad=%" PRIu64 " hash=%016" PRIx64 " copies=%" PRIu64
+	       " payload_copies=%" PRIu64 " send_waits=%" PRIu64
+	       " held_max=%u lat_p50_us=%.0f lat_p99_us=%.0f secs=%.2f\n", m->id,
+	       m->delivered, expected, m->bad, m->hash, gs.copies,
+	       gs.payload_copies, gs.send_waits, m->held_max,
+	       m->nlat ? m->lat_ns[m->nlat / 2] / 1e3 : 0.0,
+	       m->nlat ? m->lat_ns[m->nlat * 99 / 100] / 1e3 : 0.0,
+	       (now_ns() - t0) / 1e9);
+	return r || m->bad || m->delivered != expected;
+}
