@@ -191,7 +191,7 @@ mpi_addrs=$(cat "$OUT"/mpi.[0-9] 2>/dev/null | sed -n 's/.*connect() to \([0-9.]
 echo
 echo "RDMC vs MPI_Bcast, same VM run (MB = 2^20 bytes; aggregate = bytes delivered to all receivers per second)"
 echo "link: ib_write_bw best of -q 1/-q 3 (-t 16, 1 MiB) = ${best_link:-missing} MB/s; TCP: iperf3 one stream $A1 -> $A2 = ${tcp_link:-missing} MB/s"
-echo "MPI: all ranks local in the VM, btl tcp on veth0; its connections went to ${mpi_addrs:-unknown} (btl tcp binds per interface, not per address)"
+echo "MPI: all ranks local in the VM, btl tcp on veth0; its connections went to ${mpi_addrs:-unknown} (btl tcp takes an interface's first address: no per-rank address on one veth0)"
 printf "%9s %9s %14s %16s %14s %16s\n" receivers size_MiB rdmc_ms/msg rdmc_agg_MBps mpi_ms/msg mpi_agg_MBps
 for r in 1 2 3; do
     for s in ${SIZES//,/ }; do
