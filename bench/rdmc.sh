@@ -9,7 +9,9 @@
 #   - Open MPI's MPI_Bcast with the same member counts and sizes over TCP on
 #     veth0, judged against its own link: one iperf3 TCP stream between two
 #     member addresses.
-# MB = 2^20 bytes everywhere.
+# Every reference step is retried; a step that still fails is named, the
+# table shows what was measured, and the driver exits non-zero without a
+# SUMMARY line, which needs every figure. MB = 2^20 bytes everywhere.
 set -euo pipefail
 BENCH=$BUILD/bench/rdmc_bench
 MPIB=$BUILD/bench/mpi_bcast
@@ -20,97 +22,191 @@ A2=10.77.0.2
 SIZES=${RDMC_BENCH_SIZES:-1,16,64}
 # MiB sent per point (reps = budget / size, 2..50), for RDMC and MPI alike.
 BUDGET=${RDMC_BENCH_BUDGET_MIB:-64}
+TRIES=3
 OUT=$(mktemp -d /tmp/squall-bench-rdmc.XXXXXX)
+# Scratch for iperf3 and Open MPI on a tmpfs: the VM's /tmp is a 9p export
+# where iperf3 cannot use its unlinked buffer file ("unable to create a new
+# stream: No such file or directory"), and its HOME is read-only.
+SCRATCH=$(mktemp -d /dev/shm/squall-bench-rdmc.XXXXXX 2>/dev/null ||
+    mktemp -d /tmp/squall-bench-rdmc-scratch.XXXXXX)
 . "$SRC/bench/lib/common.sh"
+trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$SCRATCH"' EXIT
+trap 'exit 130' INT TERM
 [ -x "$MPIB" ] || { echo "bench/rdmc: $MPIB not built (install libopenmpi-dev)" >&2; exit 1; }
+echo "# logs: $OUT"
 
-# ---- RDMC ----
-RARGS="--sizes $SIZES --receivers 1,2,3 --budget-mib $BUDGET"
-echo "# rdmc: $BENCH $CFG ID $RARGS"
-for i in 1 2 3; do
-    "$BENCH" "$CFG" "$i" $RARGS >"$OUT/rdmc.$i" 2>&1 &
-    pids+=($!)
-done
-timeout 1500 "$BENCH" "$CFG" 0 $RARGS >"$OUT/rdmc.0" 2>&1 ||
-    { cat "$OUT"/rdmc.*; exit 1; }
-for p in "${pids[@]}"; do wait "$p" || { cat "$OUT"/rdmc.*; exit 1; }; done
-pids=()
-cat "$OUT/rdmc.0"
-
-# ---- the link: ib_write_bw ----
-X1=$(gid_index $A1)
-X2=$(gid_index $A2)
-best_link=0
-port=18600
-for q in 1 3; do
-    cmd_s="ib_write_bw -d $DEV -i 1 -x $X2 -p $port -s 1048576 -t 16 -q $q -n 200"
-    cmd_c="ib_write_bw -d $DEV -i 1 -x $X1 -p $port -s 1048576 -t 16 -q $q -n 200 $A2"
-    echo "# server: $cmd_s"
-    echo "# client: $cmd_c"
-    timeout 300 $cmd_s >"$OUT/ibs.$q" 2>&1 &
-    pids+=($!)
-    sleep 1
-    tries=0
-    until timeout 300 $cmd_c >"$OUT/ibc.$q" 2>&1; do
-        tries=$((tries + 1))
-        [ $tries -ge 10 ] && { cat "$OUT/ibc.$q" "$OUT/ibs.$q"; exit 1; }
-        sleep 1
-    done
-    wait "${pids[-1]}" || true
-    cat "$OUT/ibc.$q"
-    # columns: #bytes #iterations BW_peak BW_average MsgRate; perftest's MB
-    # is 2^20 bytes when BW_average = MsgRate * bytes / 2^20, else 10^6.
-    fig=$(awk '$1 == 1048576 && NF >= 5 {print $4, $5}' "$OUT/ibc.$q")
-    avg=${fig% *}
-    rate=${fig#* }
-    bw=$(awk -v a="$avg" -v r="$rate" 'BEGIN { u = r * 1e6 * 1048576 / a;
-        printf "%.2f", (u > 1024000) ? a : a * 1e6 / 1048576 }')
-    echo "ib_write_bw -q $q: $bw MB/s"
-    best_link=$(awk -v a="$best_link" -v b="$bw" 'BEGIN { print (b > a) ? b : a }')
-    port=$((port + 1))
-done
-
-# ---- the TCP link: one iperf3 stream ----
-echo "# iperf3 -s -B $A2 -1; iperf3 -c $A2 -B $A1 -t 5 -f m"
-iperf3 -s -B $A2 -1 >"$OUT/iperf.s" 2>&1 &
-pids+=($!)
-tries=0
-until sleep 1 && iperf3 -c $A2 -B $A1 -t 5 -f m >"$OUT/iperf.c" 2>&1; do
-    tries=$((tries + 1))  # the server may take a while to listen in the VM
-    [ $tries -ge 20 ] && { cat "$OUT/iperf.c" "$OUT/iperf.s"; exit 1; }
-done
-wait "${pids[-1]}" || true
-cat "$OUT/iperf.c"
-tcp_mbit=$(awk '/receiver/ { for (i = 1; i < NF; i++) if ($(i + 1) == "Mbits/sec") v = $i } END { print v }' "$OUT/iperf.c")
-tcp_link=$(awk -v m="$tcp_mbit" 'BEGIN { printf "%.2f", m * 1e6 / 8 / 1048576 }')
-
-# ---- Open MPI's MPI_Bcast ----
-: >"$OUT/mpi"
-for np in 2 3 4; do
-    cmd="mpirun --allow-run-as-root --oversubscribe -np $np --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include veth0 $MPIB --sizes $SIZES --budget-mib $BUDGET"
-    echo "# $cmd"
-    timeout 900 $cmd >"$OUT/mpi.$np" 2>&1 || { cat "$OUT/mpi.$np"; exit 1; }
-    grep '^RESULT' "$OUT/mpi.$np" | tee -a "$OUT/mpi"
-done
-
-# ---- the table ----
-get() { # FILE RECEIVERS SIZE FIELD
+missing=()
+fail() { echo "bench/rdmc: $*" >&2; }
+# stop_all: end the background processes of a step that went wrong.
+stop_all() {
+    for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+    pids=()
+}
+# get FILE RECEIVERS SIZE FIELD: a field of a RESULT line.
+get() {
     awk -v r="$2" -v s="$3" -v f="$4" '$1 == "RESULT" {
         split("", kv); for (i = 2; i <= NF; i++) { split($i, p, "="); kv[p[1]] = p[2] }
         if (kv["receivers"] == r && kv["size_mib"] == s) print kv[f] }' "$1"
 }
+nsizes=$(echo "$SIZES" | tr , '\n' | grep -c .)
+big=${SIZES##*,}
+
+# ---- RDMC ----
+RARGS="--sizes $SIZES --receivers 1,2,3 --budget-mib $BUDGET"
+echo "# rdmc: $BENCH $CFG ID $RARGS"
+rdmc_run() {
+    local i p ok=0
+    for i in 1 2 3; do
+        "$BENCH" "$CFG" "$i" $RARGS >"$OUT/rdmc.$i" 2>&1 &
+        pids+=($!)
+    done
+    timeout 1200 "$BENCH" "$CFG" 0 $RARGS >"$OUT/rdmc.0" 2>&1 || ok=1
+    if [ $ok = 0 ]; then
+        for p in "${pids[@]}"; do wait "$p" || ok=1; done
+    fi
+    stop_all
+    return $ok
+}
+if rdmc_run; then
+    cat "$OUT/rdmc.0"
+else
+    cat "$OUT"/rdmc.*
+    fail "rdmc_bench failed (logs above)"
+fi
+: >>"$OUT/rdmc.0"
+[ -n "$(get "$OUT/rdmc.0" 3 "$big" aggregate_MBps)" ] || missing+=("aggregate_MBps (rdmc_bench)")
+
+# ---- the link: ib_write_bw ----
+# ibwb Q PORT: one server and one client; sets bw (MB/s) on success.
+ibwb() {
+    local q=$1 port=$2 fig avg rate
+    local opts="-d $DEV -i 1 -p $port -s 1048576 -t 16 -q $q -n 200"
+    echo "# server: ib_write_bw $opts -x $X2"
+    echo "# client: ib_write_bw $opts -x $X1 $A2"
+    timeout 120 ib_write_bw $opts -x "$X2" >"$OUT/ibs.$q" 2>&1 &
+    pids+=($!)
+    if ! wait_listen "" "$port" 60 "${pids[-1]}"; then
+        fail "ib_write_bw -q $q: server not listening on port $port"
+        cat "$OUT/ibs.$q"
+        stop_all
+        return 1
+    fi
+    if ! timeout 120 ib_write_bw $opts -x "$X1" "$A2" >"$OUT/ibc.$q" 2>&1; then
+        fail "ib_write_bw -q $q: client failed"
+        cat "$OUT/ibc.$q" "$OUT/ibs.$q"
+        stop_all
+        return 1
+    fi
+    wait "${pids[-1]}" || true
+    pids=()
+    cat "$OUT/ibc.$q"
+    # columns: #bytes #iterations BW_peak BW_average MsgRate; perftest's MB
+    # is 2^20 bytes when BW_average = MsgRate * bytes / 2^20, else 10^6.
+    fig=$(awk '$1 == 1048576 && NF >= 5 {print $4, $5}' "$OUT/ibc.$q")
+    [ -n "$fig" ] || { fail "ib_write_bw -q $q: no 1 MiB line in its output"; return 1; }
+    avg=${fig% *}
+    rate=${fig#* }
+    bw=$(awk -v a="$avg" -v r="$rate" 'BEGIN { u = r * 1e6 * 1048576 / a;
+        printf "%.2f", (u > 1024000) ? a : a * 1e6 / 1048576 }')
+}
+best_link=
+if X1=$(gid_index $A1) && X2=$(gid_index $A2); then
+    port=18600
+    for q in 1 3; do
+        for ((t = 1; t <= TRIES; t++)); do
+            port=$((port + 1))
+            bw=
+            if ibwb "$q" "$port"; then
+                echo "ib_write_bw -q $q: $bw MB/s"
+                best_link=$(awk -v a="${best_link:-0}" -v b="$bw" 'BEGIN { print (b > a) ? b : a }')
+                break
+            fi
+            fail "ib_write_bw -q $q: attempt $t of $TRIES failed"
+        done
+    done
+else
+    fail "ib_write_bw: no RoCE v2 GID for $A1 or $A2 on $DEV"
+fi
+[ -n "$best_link" ] || missing+=("link_MBps (ib_write_bw)")
+
+# ---- the TCP link: one iperf3 stream ----
+# iperf PORT: a one-test server at A2 and a client from A1; sets tcp_link.
+iperf() {
+    local port=$1 mbit
+    echo "# TMPDIR=$SCRATCH iperf3 -s -B $A2 -p $port -1; iperf3 -c $A2 -B $A1 -p $port -t 5 -f m"
+    TMPDIR=$SCRATCH timeout 60 iperf3 -s -B $A2 -p "$port" -1 >"$OUT/iperf.s" 2>&1 &
+    pids+=($!)
+    if ! wait_listen "$A2" "$port" 30 "${pids[-1]}"; then
+        fail "iperf3: server not listening on $A2:$port"
+        cat "$OUT/iperf.s"
+        stop_all
+        return 1
+    fi
+    if ! TMPDIR=$SCRATCH timeout 60 iperf3 -c $A2 -B $A1 -p "$port" -t 5 -f m >"$OUT/iperf.c" 2>&1; then
+        fail "iperf3: client failed"
+        cat "$OUT/iperf.c" "$OUT/iperf.s"
+        stop_all
+        return 1
+    fi
+    wait "${pids[-1]}" || true
+    pids=()
+    cat "$OUT/iperf.c"
+    mbit=$(awk '/receiver/ { for (i = 1; i < NF; i++) if ($(i + 1) == "Mbits/sec") v = $i } END { print v }' "$OUT/iperf.c")
+    [ -n "$mbit" ] || { fail "iperf3: no receiver figure in its output"; return 1; }
+    tcp_link=$(awk -v m="$mbit" 'BEGIN { printf "%.2f", m * 1e6 / 8 / 1048576 }')
+}
+tcp_link=
+for ((t = 1; t <= TRIES; t++)); do
+    iperf $((5200 + t)) && break
+    fail "iperf3: attempt $t of $TRIES failed"
+done
+[ -n "$tcp_link" ] || missing+=("tcp_link_MBps (iperf3)")
+
+# ---- Open MPI's MPI_Bcast ----
+# Every rank runs in this VM (no ssh): mpirun launches them locally, one
+# per member. btl tcp picks interfaces, not addresses, so all ranks use
+# veth0; the addresses they connected to are read from btl_base_verbose.
+: >"$OUT/mpi"
+for np in 2 3 4; do
+    cmd="mpirun --allow-run-as-root --oversubscribe --bind-to none -np $np --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include veth0 --mca btl_base_verbose 30 $MPIB --sizes $SIZES --budget-mib $BUDGET"
+    echo "# TMPDIR=$SCRATCH HOME=$SCRATCH $cmd"
+    done_np=0
+    for ((t = 1; t <= TRIES; t++)); do
+        if TMPDIR=$SCRATCH HOME=$SCRATCH timeout 900 $cmd >"$OUT/mpi.$np" 2>&1 &&
+            [ "$(grep -c '^RESULT' "$OUT/mpi.$np")" = "$nsizes" ]; then
+            done_np=1
+            break
+        fi
+        grep -v 'btl:\|btl: \|mca: base\|select: ' "$OUT/mpi.$np" | tail -n 30
+        fail "MPI_Bcast -np $np: attempt $t of $TRIES failed"
+    done
+    [ $done_np = 1 ] || continue
+    grep '^RESULT' "$OUT/mpi.$np" | tee -a "$OUT/mpi"
+done
+[ -n "$(get "$OUT/mpi" 3 "$big" aggregate_MBps)" ] || missing+=("mpi_bcast_MBps (MPI_Bcast)")
+mpi_addrs=$(cat "$OUT"/mpi.[0-9] 2>/dev/null | sed -n 's/.*connect() to \([0-9.]*\):[0-9]* completed.*/\1/p' | sort -u | paste -sd, -)
+
+# ---- the table ----
 echo
 echo "RDMC vs MPI_Bcast, same VM run (MB = 2^20 bytes; aggregate = bytes delivered to all receivers per second)"
-echo "link: ib_write_bw best of -q 1/-q 3 = $best_link MB/s; TCP: iperf3 one stream = $tcp_link MB/s"
+echo "link: ib_write_bw best of -q 1/-q 3 (-t 16, 1 MiB) = ${best_link:-missing} MB/s; TCP: iperf3 one stream $A1 -> $A2 = ${tcp_link:-missing} MB/s"
+echo "MPI: all ranks local in the VM, btl tcp on veth0; its connections went to ${mpi_addrs:-unknown} (btl tcp takes an interface's first address: no per-rank address on one veth0)"
 printf "%9s %9s %14s %16s %14s %16s\n" receivers size_MiB rdmc_ms/msg rdmc_agg_MBps mpi_ms/msg mpi_agg_MBps
 for r in 1 2 3; do
     for s in ${SIZES//,/ }; do
-        printf "%9s %9s %14s %16s %14s %16s\n" "$r" "$s" \
-            "$(get "$OUT/rdmc.0" $r $s ms_per_msg)" "$(get "$OUT/rdmc.0" $r $s aggregate_MBps)" \
-            "$(get "$OUT/mpi" $r $s ms_per_msg)" "$(get "$OUT/mpi" $r $s aggregate_MBps)"
+        row=()
+        for f in "$OUT/rdmc.0 ms_per_msg" "$OUT/rdmc.0 aggregate_MBps" "$OUT/mpi ms_per_msg" "$OUT/mpi aggregate_MBps"; do
+            v=$(get ${f% *} $r $s ${f##* })
+            row+=("${v:--}")
+        done
+        printf "%9s %9s %14s %16s %14s %16s\n" "$r" "$s" "${row[@]}"
     done
 done
-big=${SIZES##*,}
+if [ ${#missing[@]} -gt 0 ]; then
+    fail "no SUMMARY: missing ${missing[*]} (logs in $OUT)"
+    exit 1
+fi
 A=$(get "$OUT/rdmc.0" 3 "$big" aggregate_MBps)
 C=$(get "$OUT/mpi" 3 "$big" aggregate_MBps)
 awk -v a="$A" -v b="$best_link" -v c="$C" -v t="$tcp_link" -v s="$big" 'BEGIN {

@@ -20,3 +20,22 @@ gid_index() {
     echo "no RoCE v2 GID for $addr on $DEV" >&2
     exit 1
 }
+
+# wait_listen ADDR PORT SECS [PID]: wait until a TCP socket listens on
+# ADDR:PORT (on PORT at any address when ADDR is empty), for at most SECS
+# seconds; fails at once when PID, the server, has exited. Servers start
+# slowly under qemu's TCG, so a fixed sleep is either too short or wasted.
+wait_listen() {
+    local addr=$1 port=$2 secs=$3 pid=${4:-} i
+    for ((i = 0; i < secs * 5; i++)); do
+        ss -ltnH 2>/dev/null | awk -v a="$addr" -v p="$port" '{
+            n = split($4, x, ":")
+            if (x[n] == p && (a == "" || $4 == a ":" p)) f = 1
+        } END { exit !f }' && return 0
+        if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+            return 1
+        fi
+        sleep 0.2
+    done
+    return 1
+}
