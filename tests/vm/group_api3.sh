@@ -1,0 +1,55 @@
+# The group API with 3 members (see group_common.sh):
+#  - point-to-point request/reply between every pair;
+#  - group_close loses nothing: every member sends 300 messages and closes
+#    at once; close returns only when every member delivered all 900;
+#  - bad starts fail with an error that says what is wrong: a broken .cfg
+#    (file, line, setting), an unknown member id (the known ids), and a
+#    member whose group file disagrees with its peers' (on every member).
+N=3
+. "$SRC/tests/vm/group_common.sh"
+
+run_members p2p 600 "$GM" --p2p
+for i in 0 1 2; do
+    grep -q "^P2P member=$i requests=2 replies=2 bad=0$" "$OUT/p2p.$i.out" ||
+        fail "p2p: member $i did not answer and get answered by both others"
+done
+echo "ok: p2p: every member answered both others' requests and got both replies"
+
+run_members close 600 "$GM" --count 300
+check_order close
+
+# A broken .cfg: the error names the file, the line and the setting.
+bad=$OUT/broken.cfg
+sed 's/^\( *window *= *\).*/\1"many";/' "$CFG" >"$bad"
+rc=0
+"$GM" --config "$bad" --id 0 >"$OUT/badcfg.out" 2>"$OUT/badcfg.err" || rc=$?
+[ "$rc" != 0 ] || fail "a broken .cfg was accepted"
+grep -q "broken.cfg:[0-9]*:.*smc.window" "$OUT/badcfg.err" ||
+    fail "the broken .cfg error does not name the file, line and setting: $(cat "$OUT/badcfg.err")"
+echo "ok: broken .cfg: $(cat "$OUT/badcfg.err")"
+
+# An unknown member id.
+rc=0
+"$GM" --config "$CFG" --id 7 >"$OUT/badid.out" 2>"$OUT/badid.err" || rc=$?
+[ "$rc" != 0 ] || fail "an unknown member id was accepted"
+grep -q "7" "$OUT/badid.err" && grep -q "0, 1, 2\|0 1 2\|0,1,2" "$OUT/badid.err" ||
+    fail "the unknown-id error does not name the id and the members: $(cat "$OUT/badid.err")"
+echo "ok: unknown id: $(cat "$OUT/badid.err")"
+
+# Member 2 loads a group file with another SMC window: every member refuses.
+other=$OUT/other.cfg
+sed 's/^\( *window *= *\).*/\1128;/' "$CFG" >"$other"
+for i in 0 1 2; do
+    c=$CFG
+    [ "$i" = 2 ] && c=$other
+    "$GM" --config "$c" --id "$i" --count 10 >"$OUT/differ.$i.out" 2>"$OUT/differ.$i.err" &
+    PID[$i]=$!
+done
+for i in 0 1 2; do
+    finish "$i" 300
+    [ "$RC" != 0 ] && [ "$RC" != 124 ] || fail "differ: member $i did not refuse (status $RC)"
+    grep -q "group file differs" "$OUT/differ.$i.err" ||
+        fail "differ: member $i's error does not say the group files differ: $(cat "$OUT/differ.$i.err")"
+done
+echo "ok: disagreeing group files: $(head -n1 "$OUT/differ.0.err")"
+echo "PASS"
