@@ -7,7 +7,9 @@
 #    memory (lkey from a cache hit) against memcpy into the region + SEND,
 #    by size, each answered by a 64-byte SEND.
 # Medians of ITERS repetitions. Under TCG absolute times mean little:
-# compare the columns of one run.
+# compare the columns of one run. Runs on its own (scripts/bench
+# regcache_rdma) and as the second half of bench/regcache.sh, which reads
+# miss_us_1m and zero_copy_wins_from from the SUMMARY line below.
 # squall-bench: vm 2
 set -euo pipefail
 BUILD=${BUILD:-build}

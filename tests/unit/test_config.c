@@ -144,7 +144,7 @@ static void test_local_files(void **state)
 		assert_int_equal(cfg.region_size, 256u << 20);
 		assert_false(cfg.huge_pages);
 		assert_int_equal(cfg.connect_timeout_ms, 30000);
-		assert_int_equal(cfg.copy_threshold, 16384);
+		assert_int_equal(cfg.copy_threshold, 65536);
 		assert_int_equal(cfg.smc_max_payload, 8192);
 		assert_int_equal(cfg.smc_window, 256);
 		assert_int_equal(cfg.rdmc_block_size, 1u << 20);
@@ -193,7 +193,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.region_size, 64u << 20);
 	assert_false(cfg.huge_pages);
 	assert_int_equal(cfg.connect_timeout_ms, 30000);
-	assert_int_equal(cfg.copy_threshold, 16384);
+	assert_int_equal(cfg.copy_threshold, 65536);
 	assert_int_equal(cfg.sst_heartbeat_ms, 100);
 	assert_int_equal(cfg.sst_suspect_timeout_ms, 2000);
 	assert_int_equal(cfg.nmembers, 2);

@@ -1,0 +1,344 @@
+/*
+ * kvstore - a replicated key-value store on a squall group.
+ *
+ * Every member applies puts and deletes in delivery order, so every member
+ * holds the same table; gets are served from the local copy. Commands come
+ * from a script file, from stdin, or are generated (--random N: N random
+ * puts and deletes over a small key space, so that deletes hit). Each
+ * command is one ordered message written straight into a leased buffer:
+ *   "P <key> <value>"   put
+ *   "D <key>"           delete
+ * Script lines: "put KEY VALUE", "del KEY", "get KEY" (prints the local
+ * value now), "barrier" (waits for every member to reach its barrier);
+ * '#' starts a comment.
+ *
+ * At the end each member closes the group (which delivers every command any
+ * member sent before closing) and prints one line:
+ *   KVSTORE member=ID sent=S applied=A keys=K state_hash=H order_hash=O
+ * state_hash depends only on the table's contents, order_hash on the exact
+ * sequence of commands applied; both agree on every member.
+ *
+ * usage: kvstore --config GROUP.cfg [--id N] [--node NODE.cfg]
+ *                [--set section.key=value]... [--script FILE | --random N]
+ *                [--seed S] [--quiet]
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <squall/group.h>
+
+#define KEY_MAX 64
+#define VALUE_MAX 256
+#define NBUCKETS 4096
+#define MAX_SETS 32
+
+struct entry {
+	struct entry *next;
+	char key[KEY_MAX + 1];
+	char value[VALUE_MAX + 1];
+};
+
+struct store {
+	struct entry *b[NBUCKETS];
+	uint64_t keys;
+	uint64_t applied;
+	uint64_t order_hash;
+	uint64_t bad;
+	struct group *g;
+};
+
+static uint64_t fnv(const void *p, size_t n, uint64_t h)
+{
+	const uint8_t *s = p;
+
+	for (size_t i = 0; i < n; i++) {
+		h ^= s[i];
+		h *= 0x100000001b3ull;
+	}
+	return h;
+}
+
+#define FNV0 0xcbf29ce484222325ull
+
+static struct entry **slot(struct store *st, const char *key)
+{
+	struct entry **e = &st->b[fnv(key, strlen(key), FNV0) % NBUCKETS];
+
+	while (*e && strcmp((*e)->key, key))
+		e = &(*e)->next;
+	return e;
+}
+
+static void put(struct store *st, const char *key, const char *value)
+{
+	struct entry **e = slot(st, key);
+
+	if (!*e) {
+		*e = calloc(1, sizeof(**e));
+		if (!*e) {
+			st->bad++;
+			return;
+		}
+		snprintf((*e)->key, sizeof((*e)->key), "%.64s", key);
+		st->keys++;
+	}
+	snprintf((*e)->value, sizeof((*e)->value), "%.256s", value);
+}
+
+static void del(struct store *st, const char *key)
+{
+	struct entry **e = slot(st, key), *x = *e;
+
+	if (!x)
+		return;
+	*e = x->next;
+	free(x);
+	st->keys--;
+}
+
+/* A hash of the contents alone: the same table gives the same hash
+ * whatever order the buckets' chains were built in. */
+static uint64_t state_hash(const struct store *st)
+{
+	uint64_t h = 0;
+
+	for (int i = 0; i < NBUCKETS; i++)
+		for (const struct entry *e = st->b[i]; e; e = e->next) {
+			uint64_t x = fnv(e->key, strlen(e->key) + 1, FNV0);
+
+			x = fnv(e->value, strlen(e->value), x);
+			h += x * 0x9e3779b97f4a7c15ull | 1;
+		}
+	return h ^ st->keys;
+}
+
+/* The delivery upcall: apply one command, in the group's order. */
+static bool deliver(void *ctx, uint32_t sender, uint64_t seq,
+		    const struct buf_desc *d)
+{
+	struct store *st = ctx;
+	char cmd[KEY_MAX + VALUE_MAX + 8];
+	char *key, *value;
+	size_t n = d->len < sizeof(cmd) - 1 ? d->len : sizeof(cmd) - 1;
+
+	memcpy(cmd, d->ptr, n);
+	cmd[n] = 0;
+	st->order_hash = fnv(&sender, sizeof(sender), st->order_hash);
+	st->order_hash = fnv(&seq, sizeof(seq), st->order_hash);
+	st->order_hash = fnv(cmd, n, st->order_hash);
+	st->applied++;
+	key = cmd + 2;
+	if (cmd[0] == 'P' && cmd[1] == ' ' && (value = strchr(key, ' '))) {
+		*value++ = 0;
+		put(st, key, value);
+	} else if (cmd[0] == 'D' && cmd[1] == ' ') {
+		del(st, key);
+	} else {
+		st->bad++;
+	}
+	return false;
+}
+
+static void on_failure(void *ctx, uint32_t member, const char *why)
+{
+	(void)ctx;
+	fprintf(stderr, "kvstore: member %u failed: %s\n", member, why);
+}
+
+/* Send one command: lease a buffer, write the command into it, send. */
+static int submit(struct store *st, const char *fmt, const char *key,
+		  const char *value)
+{
+	struct alloc *a = group_get_allocator(st->g);
+	struct squall_error err;
+	char line[KEY_MAX + VALUE_MAX + 8];
+	size_t len;
+	struct buf_desc d;
+	int r;
+
+	len = (size_t)snprintf(line, sizeof(line), fmt, key, value);
+	if (len >= sizeof(line))
+		len = sizeof(line) - 1;
+	r = alloc_lease_wait(a, 1, &len, &d, 10000);
+	if (r) {
+		fprintf(stderr, "kvstore: no lease: %s\n", strerror(-r));
+		return r;
+	}
+	memcpy(d.ptr, line, len);
+	r = group_ordered_send(st->g, &d, &err);
+	if (r) {
+		fprintf(stderr, "kvstore: send: %s\n", err.msg);
+		alloc_release(a, &d);
+	}
+	return r;
+}
+
+static int run_script(struct store *st, FILE *f, bool quiet)
+{
+	char line[1024], key[KEY_MAX + 1], value[VALUE_MAX + 1];
+	struct squall_error err;
+	unsigned lineno = 0;
+	int r = 0;
+
+	while (!r && fgets(line, sizeof(line), f)) {
+		char verb[16];
+		int n;
+
+		lineno++;
+		if (line[0] == '#' || sscanf(line, "%15s", verb) != 1)
+			continue;
+		if (!strcmp(verb, "put") &&
+		    sscanf(line, "%*s %64s %256s", key, value) == 2) {
+			r = submit(st, "P %s %s", key, value);
+		} else if (!strcmp(verb, "del") &&
+			   sscanf(line, "%*s %64s", key) == 1) {
+			r = submit(st, "D %s%s", key, "");
+		} else if (!strcmp(verb, "get") &&
+			   sscanf(line, "%*s %64s", key) == 1) {
+			/* Served locally: what this member has applied so far
+			 * (the progress thread applies concurrently, so the
+			 * answer is a snapshot, as a replica's read is). */
+			struct entry *e = *slot(st, key);
+
+			if (!quiet)
+				printf("GET %s=%s\n", key, e ? e->value : "(none)");
+		} else if (!strcmp(verb, "barrier")) {
+			r = group_barrier(st->g, 600000, &err);
+			if (r)
+				fprintf(stderr, "kvstore: barrier: %s\n", err.msg);
+		} else {
+			n = (int)strcspn(line, "\n");
+			fprintf(stderr, "kvstore: script line %u: cannot read "
+				"'%.*s' (put KEY VALUE, del KEY, get KEY, "
+				"barrier)\n", lineno, n, line);
+			r = -EINVAL;
+		}
+	}
+	return r;
+}
+
+static int run_random(struct store *st, unsigned long n, unsigned seed)
+{
+	uint64_t x = seed * 0x9e3779b97f4a7c15ull + group_my_id(st->g) + 1;
+	char key[32], value[64];
+	int r = 0;
+
+	for (unsigned long i = 0; i < n && !r; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		snprintf(key, sizeof(key), "k%03u", (unsigned)(x % 500));
+		if (x >> 60 < 4) {
+			r = submit(st, "D %s%s", key, "");
+		} else {
+			snprintf(value, sizeof(value), "m%u-%lu-%016" PRIx64,
+				 group_my_id(st->g), i, x);
+			r = submit(st, "P %s %s", key, value);
+		}
+	}
+	return r;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: kvstore --config GROUP.cfg [--id N] "
+		"[--node NODE.cfg] [--set section.key=value]... "
+		"[--script FILE | --random N] [--seed S] [--quiet]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "config", required_argument, 0, 'c' },
+		{ "id", required_argument, 0, 'i' },
+		{ "node", required_argument, 0, 'n' },
+		{ "set", required_argument, 0, 's' },
+		{ "script", required_argument, 0, 'f' },
+		{ "random", required_argument, 0, 'r' },
+		{ "seed", required_argument, 0, 'S' },
+		{ "quiet", no_argument, 0, 'q' },
+		{ 0, 0, 0, 0 },
+	};
+	const char *cfg_path = NULL, *node = NULL, *script = NULL, *id = NULL;
+	const char *sets[MAX_SETS];
+	size_t nsets = 0;
+	unsigned long nrandom = 0;
+	unsigned seed = 1;
+	bool quiet = false;
+	struct group_config *cfg = calloc(1, sizeof(*cfg));
+	struct group_callbacks cb = { .deliver = deliver, .failure = on_failure };
+	struct store *st = calloc(1, sizeof(*st));
+	struct squall_error err;
+	struct group_stats gs;
+	uint64_t sent;
+	long my_id;
+	int c, r;
+
+	if (!cfg || !st)
+		return 1;
+	st->order_hash = FNV0;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c': cfg_path = optarg; break;
+		case 'i': id = optarg; break;
+		case 'n': node = optarg; break;
+		case 's':
+			if (nsets == MAX_SETS)
+				usage();
+			sets[nsets++] = optarg;
+			break;
+		case 'f': script = optarg; break;
+		case 'r': nrandom = strtoul(optarg, NULL, 0); break;
+		case 'S': seed = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'q': quiet = true; break;
+		default: usage();
+		}
+	}
+	if (!cfg_path || optind != argc)
+		usage();
+	if (group_config_load_with(cfg_path, node, sets, nsets, cfg, &err)) {
+		fprintf(stderr, "kvstore: %s\n", err.msg);
+		return 1;
+	}
+	my_id = group_config_my_id(cfg, id, &err);
+	if (my_id < 0) {
+		fprintf(stderr, "kvstore: %s\n", err.msg);
+		return 1;
+	}
+	st->g = group_create_cfg(cfg, (uint32_t)my_id, &cb, st, &err);
+	if (!st->g) {
+		fprintf(stderr, "kvstore: member %ld: %s\n", my_id, err.msg);
+		return 1;
+	}
+	if (nrandom) {
+		r = run_random(st, nrandom, seed);
+	} else if (script) {
+		FILE *f = fopen(script, "r");
+
+		if (!f) {
+			fprintf(stderr, "kvstore: %s: %s\n", script, strerror(errno));
+			r = -errno;
+		} else {
+			r = run_script(st, f, quiet);
+			fclose(f);
+		}
+	} else {
+		r = run_script(st, stdin, quiet);
+	}
+	group_stats(st->g, &gs);
+	sent = gs.sent;
+	if (group_close(st->g, 600000, &err)) {
+		fprintf(stderr, "kvstore: member %ld: close: %s\n", my_id, err.msg);
+		r = r ? r : -EIO;
+	}
+	printf("KVSTORE member=%ld sent=%" PRIu64 " applied=%" PRIu64
+	       " keys=%" PRIu64 " state_hash=%016" PRIx64 " order_hash=%016"
+	       PRIx64 "%s\n", my_id, sent, st->applied, st->keys,
+	       state_hash(st), st->order_hash, st->bad ? " BAD-COMMANDS" : "");
+	return r || st->bad ? 1 : 0;
+}

@@ -1,0 +1,844 @@
+/*
+ * group.c - the group API (include/squall/group.h): set-up, sends,
+ * point-to-point messages, barrier, close.
+ *
+ * The idea: the parts already exist (rdma node, allocator, SST, SMC core,
+ * RDMC engine); a group builds them over one region in a fixed order, so
+ * every member's region has the same layout, and lets the SST's progress
+ * thread drive all of them (link.c, order.c). Application threads only
+ * post: small sends go straight into SMC (which posts the RDMA writes from
+ * the caller's thread when the pipeline has room), large sends put an
+ * announcement in the SMC stream and hand the buffer to the progress
+ * thread, which owns the RDMC engine. Barrier and close are agreements
+ * over SST columns, each member publishing a counter and waiting for the
+ * others'.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <squall/wire.h>
+
+#include "group/group_int.h"
+
+/* Sends wait for room in slices of this, checking for failures. */
+#define WAIT_SLICE_MS 100
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static void nap(void)
+{
+	nanosleep(&(struct timespec){ 0, 500000 }, NULL);
+}
+
+void group_fail(struct group *g, int code, const char *fmt, ...)
+{
+	int expected = 0;
+	va_list ap;
+
+	if (!atomic_compare_exchange_strong(&g->failed, &expected, code))
+		return;
+	va_start(ap, fmt);
+	vsnprintf(g->fail_msg, sizeof(g->fail_msg), fmt, ap);
+	va_end(ap);
+	/* Senders waiting for room learn of it. */
+	pthread_mutex_lock(&g->lock);
+	pthread_cond_broadcast(&g->room);
+	pthread_mutex_unlock(&g->lock);
+}
+
+static int failed(struct group *g, struct squall_error *err)
+{
+	int f = atomic_load(&g->failed);
+
+	if (f)
+		return squall_error_set(err, f, "member %u: %s", g->my_id,
+					g->fail_msg);
+	return 0;
+}
+
+static void on_suspect(struct sst *t, uint32_t rank, uint32_t by,
+		       const char *why, void *arg)
+{
+	struct group *g = arg;
+
+	(void)t;
+	(void)by;
+	/* Once every member has flushed, members leaving is the plan. */
+	if (atomic_load(&g->quiet))
+		return;
+	group_fail(g, -ENOTCONN, "member %u failed: %s", g->ids[rank], why);
+	if (g->cb.failure)
+		g->cb.failure(g->ctx, g->ids[rank], why);
+}
+
+/* ---- set-up ---------------------------------------------------------------- */
+
+static int make_layout(struct group *g, struct squall_error *err)
+{
+	struct sst_column cols[COL_COUNT] = {
+		[COL_SMC_RECV] = { "smc_received", SST_COL_U64_ARRAY, g->n },
+		[COL_SMC_REL] = { "smc_released", SST_COL_U64_ARRAY, g->n },
+		[COL_SMC_RING] = { "smc_rings", SST_COL_U64, 0 },
+		[COL_DONE] = { "delivered", SST_COL_U64_ARRAY, g->n },
+		[COL_SENT] = { "sent", SST_COL_U64, 0 },
+		[COL_BARRIER] = { "barrier", SST_COL_U64, 0 },
+		[COL_CLOSING] = { "closing", SST_COL_U64, 0 },
+		[COL_CFG_FP] = { "cfg_fingerprint", SST_COL_U64, 0 },
+	};
+	int r = sst_layout_create(cols, COL_COUNT, &g->layout, err);
+
+	if (r)
+		return r;
+	for (int i = 0; i < COL_COUNT; i++)
+		g->col[i] = sst_layout_find(g->layout, cols[i].name);
+	return 0;
+}
+
+/* Carve the fixed areas out of the region, in the one order every member
+ * uses, so that each lies at the same offset everywhere. */
+static int reserve_areas(struct group *g, struct squall_error *err)
+{
+	size_t recv_bytes = (size_t)g->n * GROUP_RECV_DEPTH * GROUP_RECV_BUF;
+	int r;
+
+	r = smc_ring_geom_init(&g->geom, g->cfg.smc_window,
+			       g->cfg.smc_max_payload);
+	if (r)
+		return squall_error_set(err, r, "%s: smc.window %u or "
+			"smc.max_payload %u out of range", g->cfg.path,
+			g->cfg.smc_window, g->cfg.smc_max_payload);
+	r = alloc_reserve(g->a, sst_table_size(g->layout, g->n), ALLOC_PAGE_SIZE,
+			  &g->table);
+	if (!r)
+		r = alloc_reserve(g->a, (size_t)g->n * g->geom.cap,
+				  ALLOC_PAGE_SIZE, &g->rings);
+	if (!r)
+		r = alloc_reserve(g->a, smc_core_hdr_area_size(g->cfg.smc_window),
+				  ALLOC_PAGE_SIZE, &g->hdr);
+	if (!r)
+		r = alloc_reserve(g->a, recv_bytes, ALLOC_PAGE_SIZE,
+				  &g->recv_area);
+	if (r)
+		return squall_error_set(err, r, "%s: group.region_size (%" PRIu64
+			" bytes) has no room for the SST, %u SMC rings of %" PRIu64
+			" bytes (smc.window %u x smc.max_payload %u) and %zu "
+			"bytes of receive buffers", g->cfg.path,
+			g->cfg.region_size, g->n, g->geom.cap, g->cfg.smc_window,
+			g->cfg.smc_max_payload, recv_bytes);
+	return 0;
+}
+
+static int start_rdma(struct group *g, struct squall_error *err)
+{
+	struct rdma_sq_options ro = {
+		.max_send_wr = 512,
+		.max_recv_wr = GROUP_RECV_DEPTH + 16,
+		.max_sge = 16,
+	};
+	int r;
+
+	r = rdma_sq_create(&g->cfg, g->my_id, g->base, g->len, &ro, &g->node,
+			   err);
+	if (!r)
+		r = rdma_sq_connect_all(g->node, err);
+	return r;
+}
+
+static int start_rdmc(struct group *g, struct squall_error *err)
+{
+	struct rdmc_engine_options eo = { 0 };
+	struct rdmc_callbacks cb = group_rdmc_cb_template;
+	int r;
+
+	if (g->n == 1)
+		return 0;
+	/* READY grants the receive buffer under a registration of its own
+	 * over the region. */
+	r = rdma_sq_reg_mr(g->node, g->base, g->len, 0, &g->grant, err);
+	if (r)
+		return r;
+	eo.grant_mr = g->grant;
+	r = rdmc_engine_create(g->node, g->a, &eo, &g->e, err);
+	if (r)
+		return r;
+	cb.arg = g;
+	return rdmc_group_create(g->e, 1, g->ids, g->n, g->cfg.rdmc_block_size,
+				 RDMC_BINOMIAL, &cb, &g->rg, err);
+}
+
+static int start_sst(struct group *g, struct squall_error *err)
+{
+	struct sst_options so = {
+		.recv_depth = GROUP_RECV_DEPTH,
+		.recv_area = g->recv_area.ptr,
+		.recv_buf_size = GROUP_RECV_BUF,
+		.dispatch = &g->dispatch,
+		.on_suspect = on_suspect,
+		.suspect_arg = g,
+	};
+	int r;
+
+	group_dispatch_init(g);
+	r = sst_create(g->node, &g->cfg, g->layout, g->base,
+		       (size_t)((char *)g->table.ptr - (char *)g->base), &so,
+		       &g->t, err);
+	if (r)
+		return r;
+	sst_set(g->t, (uint32_t)g->col[COL_CFG_FP], g->cfg_fp);
+	r = sst_start(g->t, err);
+	if (!r)
+		r = sst_wait_peers(g->t, (int)g->cfg.connect_timeout_ms, err);
+	return r;
+}
+
+/* Every member must have loaded the same group file. */
+static int check_peers_cfg(struct group *g, struct squall_error *err)
+{
+	uint32_t col = (uint32_t)g->col[COL_CFG_FP];
+	uint64_t deadline = now_ms() + g->cfg.connect_timeout_ms;
+
+	for (uint32_t j = 0; j < g->n; j++) {
+		uint64_t fp;
+
+		while ((fp = sst_get(g->t, j, col)) == 0) {
+			if (now_ms() > deadline)
+				return squall_error_set(err, -ETIMEDOUT,
+					"member %u did not publish its group "
+					"file's fingerprint within %u ms",
+					g->ids[j], g->cfg.connect_timeout_ms);
+			nap();
+		}
+		if (fp != g->cfg_fp)
+			return squall_error_set(err, -EPROTO,
+				"member %u's group file differs from this "
+				"member's %s (fingerprint %016" PRIx64 " vs %016"
+				PRIx64 "): every member must load the same "
+				"group settings and member list", g->ids[j],
+				g->cfg.path, fp, g->cfg_fp);
+	}
+	return 0;
+}
+
+static int alloc_tables(struct group *g)
+{
+	size_t nn = (size_t)g->n * g->n;
+
+	g->recv = calloc(nn, 8);
+	g->rel = calloc(nn, 8);
+	g->row_recv = calloc(g->n, 8);
+	g->row_rel = calloc(g->n, 8);
+	g->done = calloc(g->n, 8);
+	return g->recv && g->rel && g->row_recv && g->row_rel && g->done
+		       ? 0 : -ENOMEM;
+}
+
+static void teardown(struct group *g)
+{
+	sst_destroy(g->t);
+	rdmc_group_destroy(g->rg);
+	rdmc_engine_destroy(g->e);
+	smc_core_destroy(g->core);
+	if (g->grant)
+		rdma_sq_dereg_mr(g->node, g->grant, NULL);
+	rdma_sq_destroy(g->node);
+	group_order_free(g);
+	alloc_destroy(g->a);
+	sst_layout_destroy(g->layout);
+	free(g->recv);
+	free(g->rel);
+	free(g->row_recv);
+	free(g->row_rel);
+	free(g->done);
+	pthread_mutex_destroy(&g->lock);
+	pthread_cond_destroy(&g->room);
+	free(g);
+}
+
+static int init(struct group *g, const struct group_config *cfg,
+		uint32_t my_id, struct squall_error *err)
+{
+	struct alloc_params ap = { 0 };
+	int r;
+
+	g->cfg = *cfg;
+	g->my_id = my_id;
+	g->n = cfg->nmembers;
+	r = group_config_member_index(cfg, my_id);
+	if (r < 0) {
+		char ids[256] = "";
+		size_t o = 0;
+
+		for (uint32_t i = 0; i < cfg->nmembers && o < sizeof(ids) - 12; i++)
+			o += (size_t)snprintf(ids + o, sizeof(ids) - o, "%s%u",
+					      i ? ", " : "", cfg->members[i].id);
+		return squall_error_set(err, -ENOENT, "%s: no member has id %u "
+					"(the members are %s)", cfg->path,
+					my_id, ids);
+	}
+	g->me = (uint32_t)r;
+	for (uint32_t i = 0; i < g->n; i++)
+		g->ids[i] = cfg->members[i].id;
+	r = group_config_fingerprint(&g->cfg, &g->cfg_fp);
+	if (r)
+		return squall_error_set(err, r, "%s: no fingerprint", cfg->path);
+	if (alloc_tables(g))
+		return squall_error_set(err, -ENOMEM, "out of memory");
+	ap.region_size = cfg->region_size;
+	ap.huge_pages = cfg->huge_pages;
+	r = alloc_create(&ap, &g->a, err);
+	if (r)
+		return r;
+	alloc_region(g->a, &g->base, &g->len);
+	r = make_layout(g, err);
+	if (!r)
+		r = reserve_areas(g, err);
+	if (!r)
+		r = start_rdma(g, err);
+	if (!r)
+		r = group_smc_setup(g, err);
+	if (!r)
+		r = start_rdmc(g, err);
+	if (!r)
+		r = start_sst(g, err);
+	if (!r)
+		r = check_peers_cfg(g, err);
+	if (!r)
+		r = group_rings_exchange(g, err);
+	if (!r)
+		atomic_store_explicit(&g->ready, true, memory_order_release);
+	return r;
+}
+
+struct group *group_create_cfg(const struct group_config *cfg, uint32_t my_id,
+			       const struct group_callbacks *cb, void *ctx,
+			       struct squall_error *err)
+{
+	struct group *g;
+	struct group_view v;
+
+	squall_error_clear(err);
+	if (!cfg || !cb || !cb->deliver) {
+		squall_error_set(err, -EINVAL, "group_create: %s",
+				 !cfg ? "no configuration" : "no deliver upcall");
+		return NULL;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g) {
+		squall_error_set(err, -ENOMEM, "group_create: out of memory");
+		return NULL;
+	}
+	g->cb = *cb;
+	g->ctx = ctx;
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->room, NULL);
+	g->rsend_tail = &g->rsend_head;
+	g->q_tail = &g->q_head;
+	if (init(g, cfg, my_id, err)) {
+		/* Peers must not take this member's silence for a crash
+		 * while it has not joined: nothing was delivered. */
+		atomic_store(&g->quiet, true);
+		teardown(g);
+		return NULL;
+	}
+	if (g->cb.view) {
+		v = (struct group_view){
+			.epoch = 0,
+			.nmembers = g->n,
+			.members = g->ids,
+			.my_id = g->my_id,
+			.my_rank = g->me,
+		};
+		g->cb.view(g->ctx, &v);
+	}
+	return g;
+}
+
+struct group *group_create(const char *cfg_path, uint32_t my_id,
+			   const struct group_callbacks *cb, void *ctx,
+			   struct squall_error *err)
+{
+	struct group_config *cfg = malloc(sizeof(*cfg));
+	struct group *g;
+
+	if (!cfg) {
+		squall_error_set(err, -ENOMEM, "group_create: out of memory");
+		return NULL;
+	}
+	if (group_config_load(cfg_path, cfg, err)) {
+		free(cfg);
+		return NULL;
+	}
+	g = group_create_cfg(cfg, my_id, cb, ctx, err);
+	free(cfg);
+	return g;
+}
+
+/* ---- sends -------------------------------------------------------------------- */
+
+struct alloc *group_get_allocator(struct group *g)
+{
+	return g->a;
+}
+
+static int usable(struct group *g, struct squall_error *err)
+{
+	if (atomic_load(&g->closing))
+		return squall_error_set(err, -ESHUTDOWN, "member %u: the group "
+					"is closing", g->my_id);
+	return failed(g, err);
+}
+
+/* SMC send waiting in slices, so that a failure ends the wait. */
+static int smc_send(struct group *g, const void *p, uint32_t len, int timeout_ms,
+		    uint8_t kind, struct squall_error *err)
+{
+	uint64_t until = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+	bool waited = false;
+	int r;
+
+	for (;;) {
+		int slice = timeout_ms == 0 ? 0 : WAIT_SLICE_MS;
+
+		if (until) {
+			uint64_t now = now_ms();
+
+			if (now >= until)
+				slice = 0;
+			else if (until - now < (uint64_t)slice)
+				slice = (int)(until - now);
+		}
+		r = smc_core_send_kind(g->core, p, len, (void *)p, slice, false,
+				       kind);
+		if (r != -ETIMEDOUT && !(r == -EAGAIN && timeout_ms != 0 &&
+					 slice != 0))
+			break;
+		if (!waited)
+			atomic_fetch_add(&g->st_waits, 1);
+		waited = true;
+		if ((r = failed(g, err)))
+			return r;
+		if (slice == 0 || (until && now_ms() >= until))
+			break;
+	}
+	if (r == 0)
+		return 0;
+	if (r == -EAGAIN || r == -ETIMEDOUT)
+		return squall_error_set(err, r, "member %u: every slot of the "
+			"SMC window (smc.window = %u) is still in use", g->my_id,
+			g->cfg.smc_window);
+	if (r == -EBUSY || r == -EALREADY || r == -EINVAL || r == -EPERM)
+		return squall_error_set(err, -EINVAL, "member %u: the buffer at "
+			"%p is not a lease ready to send (%s)", g->my_id, p,
+			r == -EBUSY ? "it was sent already" :
+			r == -EALREADY ? "it is free" : "not a lease");
+	return squall_error_set(err, r, "member %u: %s", g->my_id,
+				atomic_load(&g->failed) ? g->fail_msg
+							: strerror(-r));
+}
+
+static int send_large(struct group *g, const struct buf_desc *d,
+		      int timeout_ms, struct squall_error *err)
+{
+	uint64_t until = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+	struct group_announce a;
+	struct group_rsend *s;
+	struct buf_desc ad;
+	size_t asz = sizeof(a);
+	int r, state = alloc_state(g->a, d->ptr);
+
+	if (state != ALLOC_LEASED)
+		return squall_error_set(err, -EINVAL, "member %u: the buffer at "
+			"%p is not a lease ready to send (%s)", g->my_id, d->ptr,
+			state == ALLOC_SUBMITTED ? "it was sent already" :
+			state == ALLOC_FREE ? "it is free" : "not a lease");
+	/* Bound the large messages in flight. */
+	pthread_mutex_lock(&g->lock);
+	while (g->rdmc_inflight >= GROUP_RDMC_INFLIGHT &&
+	       !atomic_load(&g->failed)) {
+		struct timespec ts;
+
+		if (timeout_ms == 0 || (until && now_ms() >= until)) {
+			pthread_mutex_unlock(&g->lock);
+			return squall_error_set(err, timeout_ms ? -ETIMEDOUT
+				: -EAGAIN, "member %u: %u large messages are "
+				"already in flight", g->my_id, GROUP_RDMC_INFLIGHT);
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += WAIT_SLICE_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		atomic_fetch_add(&g->st_waits, 1);
+		pthread_cond_timedwait(&g->room, &g->lock, &ts);
+	}
+	g->rdmc_inflight++;
+	a.msg_id = htole64((uint64_t)g->me << 48 | ++g->next_msg);
+	pthread_mutex_unlock(&g->lock);
+	a.size = htole64(d->len);
+	s = calloc(1, sizeof(*s));
+	r = s ? alloc_lease_wait(g->a, 1, &asz, &ad,
+				 timeout_ms < 0 ? UINT32_MAX : (unsigned)timeout_ms)
+	      : -ENOMEM;
+	if (!r) {
+		memcpy(ad.ptr, &a, sizeof(a));
+		r = smc_send(g, ad.ptr, sizeof(a), timeout_ms,
+			     GROUP_KIND_ANNOUNCE, err);
+		if (r)
+			alloc_release(g->a, &ad);
+	} else {
+		squall_error_set(err, r, "member %u: no room to announce a "
+				 "large message", g->my_id);
+	}
+	if (r) {
+		free(s);
+		pthread_mutex_lock(&g->lock);
+		g->rdmc_inflight--;
+		pthread_mutex_unlock(&g->lock);
+		return r;
+	}
+	/* The announcement is in the order: from here the send happens. */
+	s->msg_id = le64toh(a.msg_id);
+	s->d = *d;
+	pthread_mutex_lock(&g->lock);
+	*g->rsend_tail = s;
+	g->rsend_tail = &s->next;
+	pthread_mutex_unlock(&g->lock);
+	sst_wake(g->t);
+	atomic_fetch_add(&g->st_sent_rdmc, 1);
+	return 0;
+}
+
+int group_ordered_send_timeout(struct group *g, const struct buf_desc *d,
+			       int timeout_ms, struct squall_error *err)
+{
+	int r;
+
+	squall_error_clear(err);
+	if ((r = usable(g, err)))
+		return r;
+	if (!d || !d->ptr || !d->len || !alloc_owns(g->a, d->ptr, d->len))
+		return squall_error_set(err, -EINVAL, "member %u: the buffer "
+			"%p + %zu is not inside this member's region (lease it "
+			"from group_get_allocator(), or use group_send_copy())",
+			g->my_id, d ? d->ptr : NULL, d ? d->len : 0);
+	if (d->len > g->cfg.smc_max_payload)
+		r = send_large(g, d, timeout_ms, err);
+	else if (!(r = smc_send(g, d->ptr, (uint32_t)d->len, timeout_ms,
+				GROUP_KIND_APP, err)))
+		atomic_fetch_add(&g->st_sent_smc, 1);
+	if (!r)
+		atomic_fetch_add(&g->st_sent, 1);
+	return r;
+}
+
+int group_ordered_send(struct group *g, const struct buf_desc *d,
+		       struct squall_error *err)
+{
+	return group_ordered_send_timeout(g, d, -1, err);
+}
+
+int group_send_copy(struct group *g, const void *ptr, size_t len,
+		    struct squall_error *err)
+{
+	struct buf_desc d;
+	int r;
+
+	squall_error_clear(err);
+	if ((r = usable(g, err)))
+		return r;
+	if (!ptr || !len)
+		return squall_error_set(err, -EINVAL, "member %u: nothing to "
+					"send", g->my_id);
+	if (len <= g->cfg.smc_max_payload) {
+		r = smc_core_send_copy(g->core, ptr, (uint32_t)len, -1);
+		if (r)
+			return squall_error_set(err, r, "member %u: %s",
+				g->my_id, atomic_load(&g->failed) ? g->fail_msg
+								 : strerror(-r));
+		atomic_fetch_add(&g->st_sent_smc, 1);
+		atomic_fetch_add(&g->st_sent, 1);
+		atomic_fetch_add(&g->st_copies, 1);
+		return 0;
+	}
+	r = alloc_lease_wait(g->a, 1, &len, &d, UINT32_MAX);
+	if (r)
+		return squall_error_set(err, r, "member %u: no room in the "
+					"region for a copy of %zu bytes",
+					g->my_id, len);
+	memcpy(d.ptr, ptr, len);
+	r = group_ordered_send(g, &d, err);
+	if (r)
+		alloc_release(g->a, &d);
+	else
+		atomic_fetch_add(&g->st_copies, 1);
+	return r;
+}
+
+/* ---- point to point --------------------------------------------------------- */
+
+size_t group_p2p_max(const struct group *g)
+{
+	(void)g;
+	return GROUP_RECV_BUF - WIRE_HDR_LEN;
+}
+
+int group_p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
+		   struct squall_error *err)
+{
+	int r, rank = group_config_member_index(&g->cfg, member);
+	struct rdma_sq_sge sg[2];
+	uint8_t *hdr;
+	int hlen;
+
+	squall_error_clear(err);
+	if ((r = failed(g, err)))
+		return r;
+	if (rank < 0 || (uint32_t)rank == g->me)
+		return squall_error_set(err, -ENOENT, "member %u: %u is not "
+			"another member of the group", g->my_id, member);
+	if (!d || !d->ptr || !alloc_owns(g->a, d->ptr, d->len))
+		return squall_error_set(err, -EINVAL, "member %u: the buffer is "
+			"not inside this member's region", g->my_id);
+	if (d->len > group_p2p_max(g))
+		return squall_error_set(err, -EMSGSIZE, "member %u: a "
+			"point-to-point message of %zu bytes is larger than "
+			"%zu", g->my_id, d->len, group_p2p_max(g));
+	if (!rdma_sq_peer_alive(g->node, member))
+		return squall_error_set(err, -ENOTCONN, "member %u: member %u "
+			"is not connected: %s", g->my_id, member,
+			rdma_sq_peer_error(g->node, member));
+	hdr = alloc_obj_new(g->a, 64);
+	if (!hdr)
+		return squall_error_set(err, -ENOMEM, "member %u: no room for a "
+					"message header", g->my_id);
+	hlen = wire_encode(hdr, 32, WIRE_MSG_P2P, 0, NULL, 0,
+			   (uint32_t)d->len, err);
+	r = hlen < 0 ? hlen : alloc_submit(g->a, d);
+	if (r) {
+		alloc_obj_delete(g->a, hdr);
+		return squall_error_set(err, -EINVAL, "member %u: the buffer at "
+			"%p is not a lease ready to send", g->my_id, d->ptr);
+	}
+	memcpy(hdr + 32, d, sizeof(*d));
+	sg[0] = (struct rdma_sq_sge){ hdr, (uint32_t)hlen };
+	sg[1] = (struct rdma_sq_sge){ d->ptr, (uint32_t)d->len };
+	r = rdma_sq_send(g->node, member, sg, d->len ? 2 : 1,
+			 GROUP_WR_P2P << 56 | (uint64_t)(hdr - (uint8_t *)g->base),
+			 RDMA_SQ_SIGNALED, err);
+	if (r) {
+		/* Never posted: the buffer goes back to the slab. */
+		alloc_complete(g->a, d);
+		alloc_obj_delete(g->a, hdr);
+		return r;
+	}
+	atomic_fetch_add(&g->st_p2p_sent, 1);
+	return 0;
+}
+
+int group_release(struct group *g, const struct buf_desc *d)
+{
+	struct group_kept **p, *k;
+
+	pthread_mutex_lock(&g->lock);
+	for (p = &g->kept; *p; p = &(*p)->next)
+		if ((*p)->d.ptr == d->ptr)
+			break;
+	k = *p;
+	if (k)
+		*p = k->next;
+	pthread_mutex_unlock(&g->lock);
+	if (!k)
+		return -EINVAL;
+	if (k->kind == KEPT_SMC)
+		smc_core_release(g->core, &k->m);
+	else if (k->kind == KEPT_RDMC_RECV)
+		alloc_release(g->a, &k->d);
+	else
+		alloc_complete(g->a, &k->d);
+	free(k);
+	return 0;
+}
+
+/* ---- agreements over the SST ------------------------------------------------ */
+
+/* Wait until ok(g) holds, a member fails, or timeout_ms passes. */
+static int wait_until(struct group *g, bool (*ok)(struct group *),
+		      int timeout_ms, bool tolerate_failure, const char *what,
+		      struct squall_error *err)
+{
+	uint64_t until = timeout_ms >= 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+	int r;
+
+	while (!ok(g)) {
+		if (!tolerate_failure && (r = failed(g, err)))
+			return r;
+		if (until && now_ms() >= until)
+			return squall_error_set(err, -ETIMEDOUT, "member %u: %s "
+				"did not complete within %d ms", g->my_id, what,
+				timeout_ms);
+		nap();
+	}
+	return 0;
+}
+
+static uint64_t col_of(struct group *g, uint32_t rank, enum group_col c)
+{
+	return sst_get(g->t, rank, (uint32_t)g->col[c]);
+}
+
+static bool barrier_reached(struct group *g)
+{
+	for (uint32_t j = 0; j < g->n; j++)
+		if (col_of(g, j, COL_BARRIER) < g->barriers)
+			return false;
+	return true;
+}
+
+int group_barrier(struct group *g, int timeout_ms, struct squall_error *err)
+{
+	int r;
+
+	squall_error_clear(err);
+	if ((r = failed(g, err)))
+		return r;
+	g->barriers++;
+	sst_set(g->t, (uint32_t)g->col[COL_BARRIER], g->barriers);
+	sst_push_cols(g->t, (uint32_t)g->col[COL_BARRIER], 1);
+	return wait_until(g, barrier_reached, timeout_ms, false, "the barrier",
+			  err);
+}
+
+/* Every member closed, and every member delivered every message each
+ * member sent before closing. */
+static bool flushed(struct group *g)
+{
+	uint32_t cd = (uint32_t)g->col[COL_DONE];
+
+	for (uint32_t k = 0; k < g->n; k++) {
+		uint64_t sent;
+
+		if (col_of(g, k, COL_CLOSING) < 1)
+			return false;
+		sent = col_of(g, k, COL_SENT);
+		for (uint32_t j = 0; j < g->n; j++)
+			if (sst_get_elem(g->t, j, cd, k) < sent)
+				return false;
+	}
+	return true;
+}
+
+static bool all_flushed(struct group *g)
+{
+	for (uint32_t j = 0; j < g->n; j++)
+		if (col_of(g, j, COL_CLOSING) < 2 && !sst_suspected(g->t, j))
+			return false;
+	return true;
+}
+
+int group_close(struct group *g, int timeout_ms, struct squall_error *err)
+{
+	uint32_t cs = (uint32_t)g->col[COL_SENT];
+	uint32_t cc = (uint32_t)g->col[COL_CLOSING];
+	int r;
+
+	squall_error_clear(err);
+	if (!g)
+		return 0;
+	atomic_store(&g->closing, true);
+	sst_set(g->t, cs, atomic_load(&g->st_sent));
+	sst_set(g->t, cc, 1);
+	sst_push_cols(g->t, cs, cc - cs + 1);
+	r = wait_until(g, flushed, timeout_ms, false, "flushing the group", err);
+	if (!r) {
+		/* Everything is delivered everywhere: from now on members
+		 * leave, and a peer disconnecting is no failure. */
+		atomic_store(&g->quiet, true);
+		sst_set(g->t, cc, 2);
+		sst_push_cols(g->t, cc, 1);
+		wait_until(g, all_flushed, timeout_ms < 0 ? 10000 : timeout_ms,
+			   true, "leaving", NULL);
+	}
+	atomic_store(&g->quiet, true);
+	teardown(g);
+	return r;
+}
+
+/* ---- queries ---------------------------------------------------------------- */
+
+uint32_t group_my_id(const struct group *g)
+{
+	return g->my_id;
+}
+
+uint32_t group_my_rank(const struct group *g)
+{
+	return g->me;
+}
+
+uint32_t group_nmembers(const struct group *g)
+{
+	return g->n;
+}
+
+uint32_t group_member_id(const struct group *g, uint32_t r)
+{
+	return r < g->n ? g->ids[r] : UINT32_MAX;
+}
+
+const struct group_config *group_get_config(const struct group *g)
+{
+	return &g->cfg;
+}
+
+void group_stats(struct group *g, struct group_stats *st)
+{
+	struct smc_stats ss;
+	struct rdmc_stats rs = { 0 };
+
+	smc_core_stats(g->core, &ss);
+	if (g->e)
+		rdmc_engine_stats(g->e, &rs);
+	*st = (struct group_stats){
+		.sent = atomic_load(&g->st_sent),
+		.sent_smc = atomic_load(&g->st_sent_smc),
+		.sent_rdmc = atomic_load(&g->st_sent_rdmc),
+		.delivered = atomic_load(&g->st_delivered),
+		.delivered_bytes = atomic_load(&g->st_delivered_bytes),
+		.copies = atomic_load(&g->st_copies),
+		.payload_copies = ss.payload_copies - ss.sends_copied +
+				  rs.payload_copies,
+		.p2p_sent = atomic_load(&g->st_p2p_sent),
+		.p2p_received = atomic_load(&g->st_p2p_received),
+		.send_waits = atomic_load(&g->st_waits) + ss.send_waits,
+	};
+}
+
+const char *group_strerror(int code)
+{
+	switch (code) {
+	case 0: return "success";
+	case -EINVAL: return "invalid argument (not a lease of this group ready to send?)";
+	case -ENOTCONN: return "a member failed";
+	case -ESHUTDOWN: return "the group is closing";
+	case -EAGAIN: return "no room now: the send window is full";
+	case -ETIMEDOUT: return "timed out";
+	case -EMSGSIZE: return "message too large for this path";
+	case -ENOENT: return "no such member";
+	case -ENOMEM: return "no room (region or memory)";
+	case -EPROTO: return "protocol error: a peer disagrees (group file, wire version or layout)";
+	default: return code < 0 ? strerror(-code) : "unknown code";
+	}
+}

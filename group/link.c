@@ -1,0 +1,287 @@
+/*
+ * link.c - the group's parts on one node: SMC's transport operations and
+ * the hooks through which the SST's progress thread hands over every
+ * completion that is not the SST's own.
+ *
+ * The idea: one completion queue, one thread, dispatch by tag. Requests
+ * carry a tag in the top byte of their wr_id (SST 'S', RDMC 'R', SMC runs
+ * 'M', point-to-point sends 'P'); arrivals are told apart by their
+ * immediate (SST pushes carry the pusher's rank, SMC runs SMC_IMM_TAG in
+ * the top nibble, RDMC blocks the top bit) or, for SENDs, by the wire
+ * message type (RDMC's READY and DONE, the group's P2P). The receives
+ * themselves are the SST's, each with a buffer for SENDs, and are posted
+ * again as soon as their completion is handled.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include <squall/wire.h>
+
+#include "group/group_int.h"
+
+static uint64_t smc_wrid(uint32_t rank, uint64_t end_rec)
+{
+	/* The low 40 bits of the record count the write completes: the
+	 * core compares it only against recent record numbers. */
+	return GROUP_WR_SMC << 56 | (uint64_t)(rank & 0xffff) << 40 |
+	       (end_rec & 0xffffffffffull);
+}
+
+/* ---- SMC's transport ---------------------------------------------------- */
+
+static int op_post_write(void *ctx, uint32_t dest, const struct smc_write *w)
+{
+	struct group *g = ctx;
+	struct rdma_sq_sge sg[SMC_MAX_SGE];
+	struct squall_error err = { 0 };
+
+	for (uint32_t i = 0; i < w->nsge; i++)
+		sg[i] = (struct rdma_sq_sge){ (void *)w->sge[i].addr,
+					      w->sge[i].len };
+	return rdma_sq_write_imm(g->node, g->ids[dest], sg, (int)w->nsge,
+				 g->raddr[dest] + w->remote_off, g->rkey[dest],
+				 w->imm, smc_wrid(dest, w->first_rec + w->nrec),
+				 RDMA_SQ_SIGNALED, &err);
+}
+
+/* A sent payload is free: the application's lease (or the group's own
+ * announcement or copy) goes back to the slab. */
+static void op_payload_done(void *ctx, void *cookie, const void *payload,
+			    uint32_t len)
+{
+	struct group *g = ctx;
+	struct buf_desc d = { (void *)payload, len };
+
+	(void)cookie;
+	alloc_complete(g->a, &d);
+}
+
+static int op_commit(void *ctx, void *cookie, const void *payload,
+		     uint32_t len)
+{
+	struct group *g = ctx;
+	struct buf_desc d = { (void *)payload, len };
+
+	(void)cookie;
+	return alloc_submit(g->a, &d);
+}
+
+static int op_lease(void *ctx, uint32_t len, int timeout_ms, void **ptr,
+		    void **cookie)
+{
+	struct group *g = ctx;
+	size_t sz = len;
+	struct buf_desc d;
+	int r;
+
+	if (timeout_ms == 0)
+		r = alloc_lease(g->a, 1, &sz, &d);
+	else
+		r = alloc_lease_wait(g->a, 1, &sz, &d,
+				     timeout_ms < 0 ? UINT32_MAX
+						    : (unsigned)timeout_ms);
+	if (r)
+		return r;
+	*ptr = *cookie = d.ptr;
+	return 0;
+}
+
+static void op_unlease(void *ctx, void *cookie, void *ptr, uint32_t len)
+{
+	struct group *g = ctx;
+	struct buf_desc d = { ptr, len };
+
+	(void)cookie;
+	alloc_release(g->a, &d);
+}
+
+const struct smc_core_ops group_smc_ops = {
+	.post_write = op_post_write,
+	.payload_done = op_payload_done,
+	.commit = op_commit,
+	.lease = op_lease,
+	.unlease = op_unlease,
+};
+
+/* ---- dispatch hooks ----------------------------------------------------- */
+
+static int rank_of(const struct group *g, uint32_t id)
+{
+	for (uint32_t r = 0; r < g->n; r++)
+		if (g->ids[r] == id)
+			return (int)r;
+	return -1;
+}
+
+/* A point-to-point SEND completed: its header object holds the lease. */
+static void p2p_done(struct group *g, const struct rdma_sq_wc *wc)
+{
+	uint8_t *hdr = (uint8_t *)g->base + (wc->wr_id & ((1ull << 48) - 1));
+	struct buf_desc d;
+
+	memcpy(&d, hdr + 32, sizeof(d));
+	alloc_complete(g->a, &d);
+	alloc_obj_delete(g->a, hdr);
+	if (wc->status)
+		group_fail(g, -ENOTCONN,
+			   "a point-to-point send to member %u failed: %s",
+			   wc->peer, wc->status_text);
+}
+
+static bool on_wc(void *arg, const struct rdma_sq_wc *wc)
+{
+	struct group *g = arg;
+	uint64_t tag = wc->wr_id >> 56;
+	int r;
+
+	if (tag == GROUP_WR_SMC) {
+		r = rank_of(g, wc->peer);
+		if (wc->status) {
+			group_fail(g, -ENOTCONN, "an SMC write to member %u "
+				   "failed: %s", wc->peer, wc->status_text);
+			return true;
+		}
+		if (r >= 0)
+			smc_core_on_write_done(g->core, (uint32_t)r,
+					       wc->wr_id & 0xffffffffffull);
+		return true;
+	}
+	if (tag == GROUP_WR_P2P) {
+		p2p_done(g, wc);
+		return true;
+	}
+	if (g->e && rdmc_engine_handle_wc(g->e, wc))
+		return true;
+	return false;
+}
+
+static bool on_imm(void *arg, uint32_t rank, uint32_t imm)
+{
+	struct group *g = arg;
+
+	if (smc_imm_is_smc(imm)) {
+		if (smc_core_on_recv(g->core, rank, imm))
+			group_fail(g, -EPROTO, "an SMC run from member %u does "
+				   "not continue its ring", g->ids[rank]);
+		return true;
+	}
+	if (g->e && rdmc_engine_on_imm(g->e, g->ids[rank], imm) == 0)
+		return true;
+	group_fail(g, -EPROTO, "member %u wrote with immediate 0x%08x, which "
+		   "no part of this member knows", g->ids[rank], imm);
+	return true;
+}
+
+static bool on_message(void *arg, uint32_t rank, const void *buf, uint32_t len)
+{
+	struct group *g = arg;
+	struct squall_error err = { 0 };
+	struct wire_msg m;
+	int r;
+
+	if (g->e) {
+		r = rdmc_engine_on_message(g->e, g->ids[rank], buf, len);
+		if (r != -ENOMSG)
+			return true;
+	}
+	r = wire_decode(buf, len, &m, &err);
+	if (r || m.type != WIRE_MSG_P2P) {
+		group_fail(g, -EPROTO, "member %u sent a message this member "
+			   "cannot read: %s", g->ids[rank],
+			   r ? err.msg : "not a point-to-point message");
+		return true;
+	}
+	atomic_fetch_add(&g->st_p2p_received, 1);
+	if (g->cb.p2p_receive)
+		g->cb.p2p_receive(g->ctx, g->ids[rank],
+				  &(struct buf_desc){ (void *)m.payload,
+						      m.payload_len });
+	return true;
+}
+
+void group_dispatch_init(struct group *g)
+{
+	g->dispatch = (struct sst_dispatch){
+		.on_wc = on_wc,
+		.on_imm = on_imm,
+		.on_message = on_message,
+		.on_pass = group_pass,
+		.arg = g,
+	};
+}
+
+/* ---- SMC set-up ----------------------------------------------------------- */
+
+int group_smc_setup(struct group *g, struct squall_error *err)
+{
+	const uint8_t *rings[GROUP_CONFIG_MAX_MEMBERS];
+	int r;
+
+	for (uint32_t j = 0; j < g->n; j++)
+		rings[j] = (uint8_t *)g->rings.ptr + (size_t)j * g->geom.cap;
+	r = smc_core_create(&(struct smc_core_params){
+				    .nmembers = g->n,
+				    .me = g->me,
+				    .window = g->cfg.smc_window,
+				    .max_payload = g->cfg.smc_max_payload,
+				    .max_sge = 16,
+				    .max_inflight = 4,
+				    .deliver = group_smc_deliver,
+				    .deliver_arg = g,
+			    },
+			    &group_smc_ops, g, g->hdr.ptr, rings, &g->core);
+	if (r)
+		return squall_error_set(err, r, "smc: engine set-up failed: %s",
+					strerror(-r));
+	return 0;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Publish where my rings lie in my region and learn where each peer's
+ * ring for my messages lies in its region (the same offset on every
+ * member, by construction; the exchange checks it). */
+int group_rings_exchange(struct group *g, struct squall_error *err)
+{
+	uint64_t mine = (uint64_t)((char *)g->rings.ptr - (char *)g->base);
+	uint32_t col = (uint32_t)g->col[COL_SMC_RING];
+	uint64_t deadline = now_ms() + g->cfg.connect_timeout_ms;
+
+	sst_set(g->t, col, mine + 1);
+	sst_push_cols(g->t, col, 1);
+	for (uint32_t j = 0; j < g->n; j++) {
+		uint64_t off, addr, rlen;
+		int r;
+
+		if (j == g->me)
+			continue;
+		while ((off = sst_get(g->t, j, col)) == 0) {
+			if (now_ms() > deadline)
+				return squall_error_set(err, -ETIMEDOUT,
+					"member %u did not publish its SMC rings "
+					"within %u ms", g->ids[j],
+					g->cfg.connect_timeout_ms);
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+		}
+		r = rdma_sq_remote(g->node, g->ids[j], RDMA_SQ_TARGET_REGION,
+				   &addr, &g->rkey[j], &rlen);
+		if (r)
+			return squall_error_set(err, r, "no RDMA target in "
+						"member %u's region", g->ids[j]);
+		off -= 1;
+		if (off + (uint64_t)g->n * g->geom.cap > rlen)
+			return squall_error_set(err, -EPROTO,
+				"member %u's SMC rings lie outside its region",
+				g->ids[j]);
+		g->raddr[j] = addr + off + (uint64_t)g->me * g->geom.cap;
+	}
+	return 0;
+}

@@ -1,0 +1,448 @@
+/*
+ * order.c - one total order for small and large messages, on the
+ * progress thread.
+ *
+ * SMC fixes the order: every ordered message, small or large, has a place
+ * in its stream. A large message's place is its announcement {msg_id,
+ * size}: a small SMC message of kind GROUP_KIND_ANNOUNCE that the sender
+ * sends just before it hands the buffer to RDMC. When the
+ * announcement is delivered, each receiver leases the buffer and joins the
+ * transfer (rdmc_expect); the message is delivered at the announcement's
+ * place once the transfer has completed on every member (RDMC's stable
+ * callback on receivers, sent on the sender). Every message after it waits
+ * in the delivery queue meanwhile; their SMC slots stay held, so senders
+ * slow down rather than overwrite them. A transfer that failed (a receiver
+ * could not lease) fails on every member alike and is delivered nowhere.
+ *
+ * Each pass also counts, per sender, the messages delivered here and
+ * publishes the counts in the SST: group_close() waits on them.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "group/group_int.h"
+
+static void keep(struct group *g, enum group_kept_kind kind,
+		 const struct buf_desc *d, const struct smc_msg *m)
+{
+	struct group_kept *k = calloc(1, sizeof(*k));
+
+	if (!k) {
+		/* Cannot track it: give it back now rather than leak it. */
+		group_fail(g, -ENOMEM, "out of memory keeping a delivery");
+		if (kind == KEPT_SMC)
+			smc_core_release(g->core, m);
+		else if (kind == KEPT_RDMC_RECV)
+			alloc_release(g->a, d);
+		else
+			alloc_complete(g->a, d);
+		return;
+	}
+	k->kind = kind;
+	k->d = *d;
+	if (m)
+		k->m = *m;
+	pthread_mutex_lock(&g->lock);
+	k->next = g->kept;
+	g->kept = k;
+	pthread_mutex_unlock(&g->lock);
+}
+
+static void count_delivery(struct group *g, uint32_t sender, size_t len)
+{
+	g->done[sender]++;
+	g->done_dirty = true;
+	atomic_fetch_add(&g->st_delivered, 1);
+	atomic_fetch_add(&g->st_delivered_bytes, len);
+}
+
+/* Hand a small message to the application; true when it keeps it. */
+static bool deliver_small(struct group *g, const struct smc_msg *m)
+{
+	struct buf_desc d = { (void *)m->data, m->len };
+	bool kept;
+
+	count_delivery(g, m->sender, m->len);
+	kept = g->cb.deliver(g->ctx, g->ids[m->sender], m->seq, &d);
+	return kept;
+}
+
+static void deliver_large(struct group *g, struct group_xfer *x)
+{
+	bool mine = x->sender == g->me;
+
+	if (x->failed) {
+		/* Delivered nowhere; counted so that close does not wait. */
+		g->done[x->sender]++;
+		g->done_dirty = true;
+		if (mine) {
+			if (g->cb.send_failed)
+				g->cb.send_failed(g->ctx, &x->d, x->status, x->why);
+			if (x->d.ptr)
+				alloc_complete(g->a, &x->d);
+		}
+		return;
+	}
+	count_delivery(g, x->sender, x->d.len);
+	if (g->cb.deliver(g->ctx, g->ids[x->sender], x->seq, &x->d))
+		keep(g, mine ? KEPT_RDMC_SENT : KEPT_RDMC_RECV, &x->d, NULL);
+	else if (mine)
+		alloc_complete(g->a, &x->d);
+	else
+		alloc_release(g->a, &x->d);
+}
+
+static struct group_xfer *xfer_find(struct group *g, uint64_t msg_id,
+				    bool create)
+{
+	struct group_xfer *x;
+
+	for (x = g->xfers; x; x = x->next)
+		if (x->msg_id == msg_id)
+			return x;
+	if (!create)
+		return NULL;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return NULL;
+	x->msg_id = msg_id;
+	x->next = g->xfers;
+	g->xfers = x;
+	return x;
+}
+
+static void xfer_unlink(struct group *g, struct group_xfer *x)
+{
+	struct group_xfer **p = &g->xfers;
+
+	while (*p && *p != x)
+		p = &(*p)->next;
+	if (*p)
+		*p = x->next;
+	free(x);
+}
+
+static bool enqueue(struct group *g, struct group_xfer *x,
+		    const struct smc_msg *m)
+{
+	struct group_item *it = calloc(1, sizeof(*it));
+
+	if (!it) {
+		group_fail(g, -ENOMEM, "out of memory queueing a delivery");
+		return false;
+	}
+	it->x = x;
+	if (m)
+		it->m = *m;
+	*g->q_tail = it;
+	g->q_tail = &it->next;
+	return true;
+}
+
+/* Deliver from the head of the queue while the head is ready. */
+static bool drain_queue(struct group *g)
+{
+	bool work = false;
+
+	while (g->q_head) {
+		struct group_item *it = g->q_head;
+
+		if (it->x && !it->x->ready && !it->x->failed)
+			break;
+		if (it->x) {
+			deliver_large(g, it->x);
+			if (it->x->sender == g->me) {
+				pthread_mutex_lock(&g->lock);
+				g->rdmc_inflight--;
+				pthread_cond_broadcast(&g->room);
+				pthread_mutex_unlock(&g->lock);
+			}
+			xfer_unlink(g, it->x);
+		} else if (deliver_small(g, &it->m)) {
+			keep(g, KEPT_SMC, &(struct buf_desc){ (void *)it->m.data,
+							      it->m.len },
+			     &it->m);
+		} else {
+			smc_core_release(g->core, &it->m);
+		}
+		g->q_head = it->next;
+		if (!g->q_head)
+			g->q_tail = &g->q_head;
+		free(it);
+		work = true;
+	}
+	return work;
+}
+
+static void expect(struct group *g, struct group_xfer *x)
+{
+	struct squall_error err = { 0 };
+	int r = rdmc_expect(g->rg, x->msg_id, g->ids[x->sender], x->size, &err);
+
+	x->expect_pending = r == -EBUSY;
+	if (r && r != -EBUSY) {
+		/* The sender is told and cancels the transfer everywhere;
+		 * this member learns nothing more of it. */
+		x->failed = true;
+		x->status = r;
+		snprintf(x->why, sizeof(x->why), "%s", err.msg);
+	}
+}
+
+static void on_announce(struct group *g, const struct smc_msg *m)
+{
+	struct group_announce a;
+	struct group_xfer *x;
+
+	if (m->len != sizeof(a)) {
+		group_fail(g, -EPROTO, "member %u announced a large message "
+			   "in %zu bytes, not %zu", g->ids[m->sender], m->len,
+			   sizeof(a));
+		return;
+	}
+	memcpy(&a, m->data, sizeof(a));
+	x = xfer_find(g, le64toh(a.msg_id), true);
+	if (!x) {
+		group_fail(g, -ENOMEM, "out of memory for a large message");
+		return;
+	}
+	x->sender = m->sender;
+	x->size = le64toh(a.size);
+	x->seq = m->seq;
+	x->announced = true;
+	if (!enqueue(g, x, NULL))
+		return;
+	if (m->sender != g->me && g->n > 1)
+		expect(g, x);
+}
+
+bool group_smc_deliver(void *arg, const struct smc_msg *m)
+{
+	struct group *g = arg;
+
+	if (m->kind == GROUP_KIND_ANNOUNCE) {
+		on_announce(g, m);
+		return false;
+	}
+	if (g->q_head) {
+		/* Behind a large message: wait in the queue, slot held. */
+		return enqueue(g, NULL, m);
+	}
+	if (!deliver_small(g, m))
+		return false;
+	keep(g, KEPT_SMC, &(struct buf_desc){ (void *)m->data, m->len }, m);
+	return true;
+}
+
+/* ---- RDMC callbacks ------------------------------------------------------- */
+
+static void on_received(void *arg, struct rdmc_group *rg, uint64_t msg_id,
+			uint32_t sender, const struct buf_desc *d, int status,
+			const char *why)
+{
+	struct group *g = arg;
+	struct group_xfer *x = xfer_find(g, msg_id, false);
+
+	(void)rg;
+	(void)sender;
+	if (!x)
+		return;
+	if (status) {
+		x->failed = true;
+		x->status = status;
+		snprintf(x->why, sizeof(x->why), "%s", why);
+		return;
+	}
+	x->d = *d;
+}
+
+static void on_stable(void *arg, struct rdmc_group *rg, uint64_t msg_id,
+		      uint32_t sender)
+{
+	struct group *g = arg;
+	struct group_xfer *x = xfer_find(g, msg_id, false);
+
+	(void)rg;
+	(void)sender;
+	if (x)
+		x->ready = true;
+}
+
+static void on_sent(void *arg, struct rdmc_group *rg, uint64_t msg_id,
+		    const struct buf_desc *d, int status, const char *why)
+{
+	struct group *g = arg;
+	struct group_xfer *x = xfer_find(g, msg_id, true);
+
+	(void)rg;
+	if (!x) {
+		group_fail(g, -ENOMEM, "out of memory for a large message");
+		return;
+	}
+	x->sender = g->me;
+	x->d = *d;
+	if (status) {
+		x->failed = true;
+		x->status = status;
+		snprintf(x->why, sizeof(x->why), "%s", why);
+	} else {
+		x->ready = true;
+	}
+}
+
+const struct rdmc_callbacks group_rdmc_cb_template = {
+	.received = on_received,
+	.sent = on_sent,
+	.stable = on_stable,
+};
+
+/* ---- the pass --------------------------------------------------------------- */
+
+/* RDMC sends handed over by application threads. */
+static bool start_sends(struct group *g)
+{
+	bool work = false;
+
+	for (;;) {
+		struct squall_error err = { 0 };
+		struct group_rsend *s;
+		int r;
+
+		pthread_mutex_lock(&g->lock);
+		s = g->rsend_head;
+		pthread_mutex_unlock(&g->lock);
+		if (!s)
+			break;
+		if (g->n == 1) {
+			r = alloc_submit(g->a, &s->d);
+			if (!r)
+				on_sent(g, NULL, s->msg_id, &s->d, 0, "");
+		} else {
+			r = rdmc_send(g->rg, s->msg_id, &s->d, &err);
+		}
+		if (r == -EBUSY)
+			break;
+		if (r)
+			group_fail(g, r, "rdmc: starting message %" PRIu64
+				   " failed: %s", s->msg_id, err.msg);
+		pthread_mutex_lock(&g->lock);
+		g->rsend_head = s->next;
+		if (!g->rsend_head)
+			g->rsend_tail = &g->rsend_head;
+		pthread_mutex_unlock(&g->lock);
+		free(s);
+		work = true;
+	}
+	return work;
+}
+
+static bool retry_expects(struct group *g)
+{
+	bool work = false;
+
+	for (struct group_xfer *x = g->xfers; x; x = x->next)
+		if (x->expect_pending) {
+			expect(g, x);
+			work = true;
+		}
+	return work;
+}
+
+/* Read the members' SMC counters from the SST. */
+static void read_counters(struct group *g)
+{
+	uint32_t cr = (uint32_t)g->col[COL_SMC_RECV];
+	uint32_t cl = (uint32_t)g->col[COL_SMC_REL];
+
+	for (uint32_t j = 0; j < g->n; j++)
+		for (uint32_t k = 0; k < g->n; k++) {
+			g->recv[j * g->n + k] = sst_get_elem(g->t, j, cr, k);
+			g->rel[j * g->n + k] = sst_get_elem(g->t, j, cl, k);
+		}
+}
+
+static bool publish(struct group *g)
+{
+	uint32_t cr = (uint32_t)g->col[COL_SMC_RECV];
+	uint32_t cl = (uint32_t)g->col[COL_SMC_REL];
+	uint32_t cd = (uint32_t)g->col[COL_DONE];
+	bool work = false;
+
+	if (smc_core_take_row(g->core, g->row_recv, g->row_rel)) {
+		for (uint32_t k = 0; k < g->n; k++) {
+			sst_set_elem(g->t, cr, k, g->row_recv[k]);
+			sst_set_elem(g->t, cl, k, g->row_rel[k]);
+		}
+		work = true;
+	}
+	if (g->done_dirty) {
+		for (uint32_t k = 0; k < g->n; k++)
+			sst_set_elem(g->t, cd, k, g->done[k]);
+		g->done_dirty = false;
+		work = true;
+	}
+	if (work)
+		sst_push_cols(g->t, cr, cd - cr + 1);
+	return work;
+}
+
+bool group_pass(void *arg)
+{
+	struct group *g = arg;
+	bool work = false;
+	int r;
+
+	/* Until every peer's ring is known, no SMC write (a null record
+	 * included) may go out; arrivals wait in the core meanwhile. */
+	if (!atomic_load_explicit(&g->ready, memory_order_acquire))
+		return false;
+	if (start_sends(g))
+		work = true;
+	if (retry_expects(g))
+		work = true;
+	read_counters(g);
+	r = smc_core_progress(g->core, g->recv, g->rel);
+	if (r < 0)
+		group_fail(g, r, "smc: %s", strerror(-r));
+	else if (r > 0)
+		work = true;
+	if (drain_queue(g))
+		work = true;
+	if (publish(g))
+		work = true;
+	return work;
+}
+
+void group_order_free(struct group *g)
+{
+	while (g->q_head) {
+		struct group_item *it = g->q_head;
+
+		g->q_head = it->next;
+		free(it);
+	}
+	g->q_tail = &g->q_head;
+	while (g->xfers) {
+		struct group_xfer *x = g->xfers;
+
+		g->xfers = x->next;
+		free(x);
+	}
+	while (g->rsend_head) {
+		struct group_rsend *s = g->rsend_head;
+
+		g->rsend_head = s->next;
+		free(s);
+	}
+	g->rsend_tail = &g->rsend_head;
+	while (g->kept) {
+		struct group_kept *k = g->kept;
+
+		g->kept = k->next;
+		free(k);
+	}
+}
