@@ -34,6 +34,11 @@ int main(void)
 			squall_version(), SQUALL_VERSION_STRING);
 		return 1;
 	}
+	if (strcmp(group_strerror(-ENOTCONN), "a member failed")) {
+		fprintf(stderr, "app: group_strerror(-ENOTCONN) is '%s'\n",
+			group_strerror(-ENOTCONN));
+		return 1;
+	}
 	ret = alloc_create(&p, &a, &err);
 	if (ret) {
 		fprintf(stderr, "app: alloc_create: %s\n", err.msg);
