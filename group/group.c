@@ -203,32 +203,46 @@ static int start_sst(struct group *g, struct squall_error *err)
 	return r;
 }
 
-/* Every member must have loaded the same group file. */
+/* Every member must have loaded the same group file. A member whose
+ * fingerprint differs is named as soon as it is seen, whatever the others
+ * are doing (they may be refusing and leaving at the same moment). */
 static int check_peers_cfg(struct group *g, struct squall_error *err)
 {
 	uint32_t col = (uint32_t)g->col[COL_CFG_FP];
 	uint64_t deadline = now_ms() + g->cfg.connect_timeout_ms;
 
-	for (uint32_t j = 0; j < g->n; j++) {
-		uint64_t fp;
+	for (;;) {
+		uint32_t missing = UINT32_MAX, gone = UINT32_MAX;
 
-		while ((fp = sst_get(g->t, j, col)) == 0) {
-			if (now_ms() > deadline)
-				return squall_error_set(err, -ETIMEDOUT,
-					"member %u did not publish its group "
-					"file's fingerprint within %u ms",
-					g->ids[j], g->cfg.connect_timeout_ms);
-			nap();
+		for (uint32_t j = 0; j < g->n; j++) {
+			uint64_t fp = sst_get(g->t, j, col);
+
+			if (fp && fp != g->cfg_fp)
+				return squall_error_set(err, -EPROTO,
+					"member %u's group file differs from this "
+					"member's %s (fingerprint %016" PRIx64 " vs "
+					"%016" PRIx64 "): every member must load the "
+					"same group settings and member list",
+					g->ids[j], g->cfg.path, fp, g->cfg_fp);
+			if (!fp && sst_suspected(g->t, j))
+				gone = j;
+			else if (!fp)
+				missing = j;
 		}
-		if (fp != g->cfg_fp)
-			return squall_error_set(err, -EPROTO,
-				"member %u's group file differs from this "
-				"member's %s (fingerprint %016" PRIx64 " vs %016"
-				PRIx64 "): every member must load the same "
-				"group settings and member list", g->ids[j],
-				g->cfg.path, fp, g->cfg_fp);
+		if (missing == UINT32_MAX && gone == UINT32_MAX)
+			return 0;
+		if (missing == UINT32_MAX)
+			return squall_error_set(err, -ENOTCONN, "member %u left "
+				"before it agreed on the group file: %s",
+				g->ids[gone], atomic_load(&g->failed)
+				? g->fail_msg : "suspected");
+		if (now_ms() > deadline)
+			return squall_error_set(err, -ETIMEDOUT,
+				"member %u did not publish its group file's "
+				"fingerprint within %u ms", g->ids[missing],
+				g->cfg.connect_timeout_ms);
+		nap();
 	}
-	return 0;
 }
 
 static int alloc_tables(struct group *g)
