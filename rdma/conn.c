@@ -276,6 +276,21 @@ static int on_rejected(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	return 0;
 }
 
+/* rdma_cm moves the queue pair to RTR with min_rnr_timer 0, which the
+ * spec reads as 655 ms: a peer's SEND or WRITE_WITH_IMM that finds no
+ * posted receive would wait that long before each retry. Ask for 0.64 ms
+ * (code 12) instead; a device that refuses keeps the default, which is
+ * slow but correct. */
+static void shorten_rnr_wait(struct rdma_sq_node *node, struct rdma_sq_peer *p)
+{
+	struct ibv_qp_attr qa = { .min_rnr_timer = 12 };
+
+	if (p->cm && p->cm->qp &&
+	    ibv_modify_qp(p->cm->qp, &qa, IBV_QP_MIN_RNR_TIMER))
+		rdma_sq_log(node, RDMA_SQ_LOG_INFO, "%s: min_rnr_timer stays at "
+			    "the default (655 ms): %s", p->who, strerror(errno));
+}
+
 static int on_established(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 			  const struct cm_event *ev, struct squall_error *err)
 {
@@ -297,6 +312,7 @@ static int on_established(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 		}
 		p->remote = ev->hello;
 	}
+	shorten_rnr_wait(node, p);
 	rdma_sq_set_state(p, PEER_UP);
 	rdma_sq_log(node, RDMA_SQ_LOG_INFO, "connected to %s (qp %u)", p->who,
 		    p->qp_num);
