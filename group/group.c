@@ -95,7 +95,6 @@ static int make_layout(struct group *g, struct squall_error *err)
 		[COL_SENT] = { "sent", SST_COL_U64, 0 },
 		[COL_BARRIER] = { "barrier", SST_COL_U64, 0 },
 		[COL_CLOSING] = { "closing", SST_COL_U64, 0 },
-		[COL_CFG_FP] = { "cfg_fingerprint", SST_COL_U64, 0 },
 	};
 	int r = sst_layout_create(cols, COL_COUNT, &g->layout, err);
 
@@ -196,53 +195,10 @@ static int start_sst(struct group *g, struct squall_error *err)
 		       &g->t, err);
 	if (r)
 		return r;
-	sst_set(g->t, (uint32_t)g->col[COL_CFG_FP], g->cfg_fp);
 	r = sst_start(g->t, err);
 	if (!r)
 		r = sst_wait_peers(g->t, (int)g->cfg.connect_timeout_ms, err);
 	return r;
-}
-
-/* Every member must have loaded the same group file. A member whose
- * fingerprint differs is named as soon as it is seen, whatever the others
- * are doing (they may be refusing and leaving at the same moment). */
-static int check_peers_cfg(struct group *g, struct squall_error *err)
-{
-	uint32_t col = (uint32_t)g->col[COL_CFG_FP];
-	uint64_t deadline = now_ms() + g->cfg.connect_timeout_ms;
-
-	for (;;) {
-		uint32_t missing = UINT32_MAX, gone = UINT32_MAX;
-
-		for (uint32_t j = 0; j < g->n; j++) {
-			uint64_t fp = sst_get(g->t, j, col);
-
-			if (fp && fp != g->cfg_fp)
-				return squall_error_set(err, -EPROTO,
-					"member %u's group file differs from this "
-					"member's %s (fingerprint %016" PRIx64 " vs "
-					"%016" PRIx64 "): every member must load the "
-					"same group settings and member list",
-					g->ids[j], g->cfg.path, fp, g->cfg_fp);
-			if (!fp && sst_suspected(g->t, j))
-				gone = j;
-			else if (!fp)
-				missing = j;
-		}
-		if (missing == UINT32_MAX && gone == UINT32_MAX)
-			return 0;
-		if (missing == UINT32_MAX)
-			return squall_error_set(err, -ENOTCONN, "member %u left "
-				"before it agreed on the group file: %s",
-				g->ids[gone], atomic_load(&g->failed)
-				? g->fail_msg : "suspected");
-		if (now_ms() > deadline)
-			return squall_error_set(err, -ETIMEDOUT,
-				"member %u did not publish its group file's "
-				"fingerprint within %u ms", g->ids[missing],
-				g->cfg.connect_timeout_ms);
-		nap();
-	}
 }
 
 static int alloc_tables(struct group *g)
@@ -304,9 +260,6 @@ static int init(struct group *g, const struct group_config *cfg,
 	g->me = (uint32_t)r;
 	for (uint32_t i = 0; i < g->n; i++)
 		g->ids[i] = cfg->members[i].id;
-	r = group_config_fingerprint(&g->cfg, &g->cfg_fp);
-	if (r)
-		return squall_error_set(err, r, "%s: no fingerprint", cfg->path);
 	if (alloc_tables(g))
 		return squall_error_set(err, -ENOMEM, "out of memory");
 	ap.region_size = cfg->region_size;
@@ -326,8 +279,6 @@ static int init(struct group *g, const struct group_config *cfg,
 		r = start_rdmc(g, err);
 	if (!r)
 		r = start_sst(g, err);
-	if (!r)
-		r = check_peers_cfg(g, err);
 	if (!r)
 		r = group_rings_exchange(g, err);
 	if (!r)

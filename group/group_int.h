@@ -101,7 +101,6 @@ enum group_col {
 	COL_SENT,      /* ordered messages I sent before closing */
 	COL_BARRIER,   /* barriers entered */
 	COL_CLOSING,   /* 1: closed, flushing; 2: flushed */
-	COL_CFG_FP,    /* the group file's fingerprint */
 	COL_COUNT
 };
 
@@ -111,7 +110,6 @@ struct group {
 	uint32_t ids[GROUP_CONFIG_MAX_MEMBERS];
 	struct group_callbacks cb;
 	void *ctx;
-	uint64_t cfg_fp;
 
 	struct alloc *a;
 	void *base;

@@ -52,9 +52,23 @@ static void my_hello(const struct rdma_sq_node *node, uint8_t *buf)
 		.rkey = node->region_mr ? node->region_mr->rkey : 0,
 		.addr = (uint64_t)(uintptr_t)node->region,
 		.len = node->region_len,
+		.cfg_fp = node->cfg_fp,
 	};
 
 	rdma_sq_hello_encode(&h, buf);
+}
+
+/* A peer's hello must speak our major version and come from the same
+ * group file. */
+static int check_hello(const struct rdma_sq_node *node,
+		       const struct rdma_sq_peer *p,
+		       const struct rdma_sq_hello *h, struct squall_error *err)
+{
+	int ret = rdma_sq_hello_check_version(h, node->opt.wire_major,
+					      node->opt.wire_minor, p->who, err);
+
+	return ret ? ret : rdma_sq_hello_check_cfg(h, node->cfg_fp, p->who,
+						   node->cfg->path, err);
 }
 
 static void drop_conn(struct rdma_sq_peer *p)
@@ -227,8 +241,7 @@ static int on_request(struct rdma_sq_node *node, const struct cm_event *ev,
 		rdma_destroy_id(ev->id);
 		return 0;
 	}
-	ret = rdma_sq_hello_check_version(&ev->hello, node->opt.wire_major,
-					  node->opt.wire_minor, p->who, err);
+	ret = check_hello(node, p, &ev->hello, err);
 	if (ret) {
 		my_hello(node, hello);
 		rdma_reject(ev->id, hello, RDMA_SQ_WIRE_LEN);
@@ -260,9 +273,9 @@ static int on_rejected(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	int ret;
 
 	if (ev->has_hello) {
-		/* A squall peer refused us: only a version mismatch does. */
-		ret = rdma_sq_hello_check_version(&ev->hello, node->opt.wire_major,
-						  node->opt.wire_minor, p->who, err);
+		/* A squall peer refused us: only a version or group file
+		 * mismatch does. */
+		ret = check_hello(node, p, &ev->hello, err);
 		if (!ret)
 			ret = squall_error_set(err, -ECONNREFUSED,
 				"%s refused the connection", p->who);
@@ -303,8 +316,7 @@ static int on_established(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 					  p->who);
 			return squall_error_set(err, -EPROTO, "%s", p->error);
 		}
-		ret = rdma_sq_hello_check_version(&ev->hello, node->opt.wire_major,
-						  node->opt.wire_minor, p->who, err);
+		ret = check_hello(node, p, &ev->hello, err);
 		if (ret) {
 			rdma_disconnect(p->cm);
 			rdma_sq_peer_fail(node, p, "%s", err->msg);

@@ -43,7 +43,7 @@ static uint64_t get64(const uint8_t *p)
 }
 
 /* Layout: magic u32 | major u16 | minor u16 | member u32 | rkey u32 |
- *         addr u64 | len u64 */
+ *         addr u64 | len u64 | cfg_fp u64 */
 void rdma_sq_hello_encode(const struct rdma_sq_hello *h, uint8_t *buf)
 {
 	put32(buf, RDMA_SQ_WIRE_MAGIC);
@@ -53,6 +53,7 @@ void rdma_sq_hello_encode(const struct rdma_sq_hello *h, uint8_t *buf)
 	put32(buf + 12, h->rkey);
 	put64(buf + 16, h->addr);
 	put64(buf + 24, h->len);
+	put64(buf + 32, h->cfg_fp);
 }
 
 int rdma_sq_hello_decode(const void *buf, size_t len, struct rdma_sq_hello *h)
@@ -67,6 +68,7 @@ int rdma_sq_hello_decode(const void *buf, size_t len, struct rdma_sq_hello *h)
 	h->rkey = get32(p + 12);
 	h->addr = get64(p + 16);
 	h->len = get64(p + 24);
+	h->cfg_fp = get64(p + 32);
 	return 0;
 }
 
@@ -80,4 +82,17 @@ int rdma_sq_hello_check_version(const struct rdma_sq_hello *peer,
 		"%s speaks wire version %u.%u, this member speaks %u.%u: "
 		"major versions differ, connection refused",
 		who, peer->major, peer->minor, my_major, my_minor);
+}
+
+int rdma_sq_hello_check_cfg(const struct rdma_sq_hello *peer, uint64_t my_fp,
+			    const char *who, const char *my_path,
+			    struct squall_error *err)
+{
+	if (peer->cfg_fp == my_fp)
+		return 0;
+	return squall_error_set(err, -EPROTO,
+		"%s's group file differs from this member's %s (fingerprint "
+		"%016llx vs %016llx): every member must load the same group "
+		"settings and member list, connection refused", who, my_path,
+		(unsigned long long)peer->cfg_fp, (unsigned long long)my_fp);
 }

@@ -2,8 +2,10 @@
  * conn_data.h - the connection private data exchanged through rdma_cm.
  *
  * Both the connect request and the accept (or reject) carry one fixed,
- * little-endian record: magic, wire version, member id and the sender's
- * region target. It fits the 56 bytes RC connect private data allows.
+ * little-endian record: magic, wire version, member id, the sender's
+ * region target and the fingerprint of its group file
+ * (group_config_fingerprint). It fits the 56 bytes RC connect private data
+ * allows.
  */
 #ifndef SQUALL_RDMA_CONN_DATA_H
 #define SQUALL_RDMA_CONN_DATA_H
@@ -14,7 +16,7 @@
 #include <squall/error.h>
 
 #define RDMA_SQ_WIRE_MAGIC 0x4c415153u /* "SQAL" read as little-endian */
-#define RDMA_SQ_WIRE_LEN 32
+#define RDMA_SQ_WIRE_LEN 40
 
 struct rdma_sq_hello {
 	uint16_t major;
@@ -23,6 +25,7 @@ struct rdma_sq_hello {
 	uint32_t rkey;
 	uint64_t addr;
 	uint64_t len;
+	uint64_t cfg_fp;   /* the group file's fingerprint */
 };
 
 /* Encode h into buf (RDMA_SQ_WIRE_LEN bytes). */
@@ -37,5 +40,11 @@ int rdma_sq_hello_decode(const void *buf, size_t len, struct rdma_sq_hello *h);
 int rdma_sq_hello_check_version(const struct rdma_sq_hello *peer,
 				uint16_t my_major, uint16_t my_minor,
 				const char *who, struct squall_error *err);
+
+/* Check the peer's group file fingerprint against ours. Returns 0, or
+ * -EPROTO with err naming `who`, both fingerprints and our file. */
+int rdma_sq_hello_check_cfg(const struct rdma_sq_hello *peer, uint64_t my_fp,
+			    const char *who, const char *my_path,
+			    struct squall_error *err);
 
 #endif /* SQUALL_RDMA_CONN_DATA_H */

@@ -326,6 +326,9 @@ int rdma_sq_create(const struct group_config *cfg, uint32_t my_id,
 	node->region = region;
 	node->region_len = region_len;
 	ret = fill_options(&node->opt, opt, err);
+	if (!ret && group_config_fingerprint(cfg, &node->cfg_fp))
+		ret = squall_error_set(err, -EINVAL, "%s: no fingerprint of the "
+				       "group file", cfg->path);
 	if (!ret)
 		ret = init_peers(node, err);
 	if (!ret && node->my_index < 0)

@@ -78,6 +78,7 @@ struct rdma_sq_node {
 	int cq_size;
 	bool cq_armed;                /* notification requested, not yet read */
 	int wake_fd;                  /* eventfd: rdma_sq_wake ends a wait */
+	uint64_t cfg_fp;              /* the group file's fingerprint */
 	bool mw_bind;                 /* the device has memory windows */
 	int max_rd_atom;              /* outstanding READs per QP */
 	/* Completions taken by rdma_sq_wait (to close the arm/poll race)

@@ -100,7 +100,9 @@ int rdma_sq_create(const struct group_config *cfg, uint32_t my_id,
  * listens) and accept every member with a lower id. Gives up after
  * cfg->connect_timeout_ms with -ETIMEDOUT and an error naming the first
  * missing peer and its address. A peer with another wire major version is
- * refused (and refuses us) with -EPROTO and an error naming both versions.
+ * refused (and refuses us) with -EPROTO and an error naming both versions;
+ * so is a peer whose group file differs from ours (the connection's hello
+ * carries group_config_fingerprint()), with both fingerprints named.
  * Returns 0 once every queue pair is established. */
 int rdma_sq_connect_all(struct rdma_sq_node *node, struct squall_error *err);
 

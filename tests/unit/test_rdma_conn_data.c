@@ -1,6 +1,7 @@
 /*
  * test_rdma_conn_data.c - the connection private data: its byte layout, decoding
- * of short, padded and foreign records, and the version rule.
+ * of short, padded and foreign records, the version rule and the group
+ * file rule.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 static const struct rdma_sq_hello sample = {
 	.major = 1, .minor = 7, .member_id = 0x01020304, .rkey = 0xa1b2c3d4,
 	.addr = 0x1122334455667788ull, .len = 0x0000000100000040ull,
+	.cfg_fp = 0x08090a0b0c0d0e0full,
 };
 
 static void test_fits_rc_private_data(void **state)
@@ -34,6 +36,7 @@ static void test_layout_is_little_endian(void **state)
 		0xd4, 0xc3, 0xb2, 0xa1,         /* rkey */
 		0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* addr */
 		0x40, 0, 0, 0, 1, 0, 0, 0,      /* len */
+		0x0f, 0x0e, 0x0d, 0x0c, 0x0b, 0x0a, 0x09, 0x08, /* cfg_fp */
 	};
 
 	(void)state;
@@ -56,6 +59,7 @@ static void test_round_trip_with_padding(void **state)
 	assert_int_equal(h.rkey, sample.rkey);
 	assert_true(h.addr == sample.addr);
 	assert_true(h.len == sample.len);
+	assert_true(h.cfg_fp == sample.cfg_fp);
 }
 
 static void test_rejects_short_foreign_and_missing(void **state)
@@ -96,11 +100,28 @@ static void test_version_rule(void **state)
 	assert_int_equal(rdma_sq_hello_check_version(&peer, 1, 0, "x", NULL), -EPROTO);
 }
 
+static void test_group_file_must_match(void **state)
+{
+	struct rdma_sq_hello peer = sample;
+	struct squall_error err = { 0 };
+
+	(void)state;
+	assert_int_equal(rdma_sq_hello_check_cfg(&peer, sample.cfg_fp, "member 2",
+						 "g.cfg", &err), 0);
+	peer.cfg_fp ^= 1;
+	assert_int_equal(rdma_sq_hello_check_cfg(&peer, sample.cfg_fp, "member 2",
+						 "g.cfg", &err), -EPROTO);
+	assert_non_null(strstr(err.msg, "member 2's group file differs from "
+				"this member's g.cfg"));
+	assert_non_null(strstr(err.msg, "08090a0b0c0d0e0e vs 08090a0b0c0d0e0f"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_fits_rc_private_data),
 		cmocka_unit_test(test_layout_is_little_endian),
+		cmocka_unit_test(test_group_file_must_match),
 		cmocka_unit_test(test_round_trip_with_padding),
 		cmocka_unit_test(test_rejects_short_foreign_and_missing),
 		cmocka_unit_test(test_version_rule),
