@@ -435,12 +435,24 @@ int rdma_sq_cm_drain(struct rdma_sq_node *node)
 	return ret;
 }
 
+/* The first peer neither connected nor refused. */
 static struct rdma_sq_peer *first_missing(struct rdma_sq_node *node)
 {
 	for (uint32_t i = 0; i < node->npeers; i++)
-		if ((int)i != node->my_index && node->peers[i].state != PEER_UP)
+		if ((int)i != node->my_index && node->peers[i].state != PEER_UP &&
+		    node->peers[i].state != PEER_DEAD)
 			return &node->peers[i];
 	return NULL;
+}
+
+/* The first refusal: a peer that failed while connecting. */
+static int first_refusal(struct rdma_sq_node *node, struct squall_error *err)
+{
+	for (uint32_t i = 0; i < node->npeers; i++)
+		if (node->peers[i].state == PEER_DEAD)
+			return squall_error_set(err, -ECONNREFUSED, "%s",
+						node->peers[i].error);
+	return 0;
 }
 
 static int timeout_error(struct rdma_sq_node *node, struct rdma_sq_peer *p,
@@ -485,8 +497,17 @@ static int kick(struct rdma_sq_node *node, uint64_t now, int *next,
 	return 0;
 }
 
+/* Hand back an error kept for later. */
+static int keep(struct squall_error *err, const struct squall_error *kept)
+{
+	if (err)
+		*err = *kept;
+	return kept->code;
+}
+
 int rdma_sq_connect_all(struct rdma_sq_node *node, struct squall_error *err)
 {
+	struct squall_error refused = { 0 };
 	uint32_t limit = node->cfg->connect_timeout_ms ? node->cfg->connect_timeout_ms : 10000;
 	uint64_t deadline = rdma_sq_now_ms() + limit;
 	struct rdma_sq_peer *p;
@@ -496,17 +517,18 @@ int rdma_sq_connect_all(struct rdma_sq_node *node, struct squall_error *err)
 		return squall_error_set(err, -errno, "rdma_listen on %s:%u: %s",
 			node->cfg->members[node->my_index].address,
 			node->cfg->members[node->my_index].port, strerror(errno));
+	/* A refusal does not end the loop: the other peers still get their
+	 * answer (connected, or refused too), so that a peer refusing us, or
+	 * refused by us, hears why from us instead of finding us gone. */
 	while ((p = first_missing(node))) {
 		uint64_t now = rdma_sq_now_ms();
 		struct pollfd pfd = { .fd = node->ech->fd, .events = POLLIN };
 		int wait, ret;
 
-		for (uint32_t i = 0; i < node->npeers; i++)
-			if (node->peers[i].state == PEER_DEAD)
-				return squall_error_set(err, -ECONNREFUSED, "%s",
-							node->peers[i].error);
 		if (now >= deadline)
-			return timeout_error(node, p, limit, err);
+			return refused.code ? keep(err, &refused) :
+			       first_refusal(node, err) ?:
+			       timeout_error(node, p, limit, err);
 		ret = kick(node, now, &wait, err);
 		if (ret)
 			return ret;
@@ -518,10 +540,14 @@ int rdma_sq_connect_all(struct rdma_sq_node *node, struct squall_error *err)
 						strerror(errno));
 		while ((ret = one_event(node, err)) > 0)
 			;
-		if (ret < 0)
+		/* A peer refused (or was refused for) its version or group
+		 * file: it is marked dead; go on with the others. */
+		if ((ret == -EPROTO || ret == -ECONNREFUSED) && !refused.code)
+			refused = err ? *err : (struct squall_error){ .code = ret };
+		else if (ret < 0 && ret != -EPROTO && ret != -ECONNREFUSED)
 			return ret;
 	}
-	return 0;
+	return refused.code ? keep(err, &refused) : first_refusal(node, err);
 }
 
 int rdma_sq_remote(const struct rdma_sq_node *node, uint32_t peer,
