@@ -26,6 +26,7 @@
  * ALONE_WAIT_MS.
  */
 #include <inttypes.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -331,6 +332,14 @@ void *sst_progress_main(void *arg)
 		case SST_IDLE_SPIN:
 			if (atomic_load_explicit(&t->asleep, memory_order_relaxed))
 				atomic_store(&t->asleep, false);
+			/* An idle spin gives way to whatever else is runnable
+			 * on this CPU (another member's progress thread, the
+			 * RDMA device's kernel work): with more busy threads
+			 * than CPUs, spinning through their time slices would
+			 * delay exactly the work this thread waits for. With
+			 * nothing else runnable the yield returns at once. */
+			if (!work)
+				sched_yield();
 			break;
 		case SST_IDLE_ARM:
 			atomic_store_explicit(&t->asleep, true, memory_order_seq_cst);
