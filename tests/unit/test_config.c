@@ -146,7 +146,7 @@ static void test_local_files(void **state)
 		assert_int_equal(cfg.connect_timeout_ms, 30000);
 		assert_int_equal(cfg.copy_threshold, 65536);
 		assert_int_equal(cfg.smc_max_payload, 8192);
-		assert_int_equal(cfg.smc_window, 256);
+		assert_int_equal(cfg.smc_window, 1024);
 		assert_int_equal(cfg.rdmc_block_size, 1u << 20);
 		assert_int_equal(cfg.sst_heartbeat_ms, 100);
 		assert_int_equal(cfg.sst_suspect_timeout_ms, 2000);
