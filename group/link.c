@@ -227,7 +227,7 @@ int group_smc_setup(struct group *g, struct squall_error *err)
 				    .window = g->cfg.smc_window,
 				    .max_payload = g->cfg.smc_max_payload,
 				    .max_sge = 16,
-				    .max_inflight = 4,
+				    .max_inflight = 1,
 				    .deliver = group_smc_deliver,
 				    .deliver_arg = g,
 			    },

@@ -181,7 +181,15 @@ static bool check_peer(struct sst *t, uint32_t r)
 		return false;
 	}
 	fp = __atomic_load_n(sst_word(t, r, SST_HDR_FINGERPRINT), __ATOMIC_ACQUIRE);
-	if (fp && fp != t->fingerprint) {
+	if (!fp || fp == t->fingerprint) {
+		p->fp_odd_ns = 0;
+		return true;
+	}
+	/* A word a peer's write is placing may be read half written (rxe
+	 * copies bytes): only a difference that lasts is a foreign table. */
+	if (!p->fp_odd_ns)
+		p->fp_odd_ns = sst_now_ns();
+	if (sst_now_ns() - p->fp_odd_ns >= SST_FP_SETTLE_MS * 1000000ull) {
 		snprintf(why, sizeof(why), "member %u's table fingerprint "
 			 "%016" PRIx64 " differs from %016" PRIx64, p->id, fp,
 			 t->fingerprint);

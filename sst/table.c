@@ -256,6 +256,15 @@ int sst_wait_peers(struct sst *t, int timeout_ms, struct squall_error *err)
 				continue;
 			fp = __atomic_load_n(sst_word(t, r, SST_HDR_FINGERPRINT),
 					     __ATOMIC_ACQUIRE);
+			if (fp && fp != t->fingerprint) {
+				/* Maybe the first push is still landing: a
+				 * NIC need not place a word at once (rxe
+				 * copies bytes), so look again once any
+				 * write in progress is surely over. */
+				usleep(SST_FP_SETTLE_MS * 1000);
+				fp = __atomic_load_n(sst_word(t, r,
+					SST_HDR_FINGERPRINT), __ATOMIC_ACQUIRE);
+			}
 			if (fp && fp != t->fingerprint)
 				return squall_error_set(err, -EPROTO,
 					"sst: member %u's table fingerprint %016llx "

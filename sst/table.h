@@ -49,6 +49,10 @@ static inline uint32_t sst_wrid_covered(uint64_t wr_id)
 	return (uint32_t)wr_id;
 }
 
+/* A fingerprint that differs is believed only once it has stayed so this
+ * long: a word a peer's write is placing may be read half written. */
+#define SST_FP_SETTLE_MS 20
+
 struct sst_peer {
 	uint32_t id;            /* .cfg member id */
 	uint64_t raddr;         /* my row in this peer's copy of the table */
@@ -68,6 +72,8 @@ struct sst_peer {
 	uint64_t hb_seen;       /* last heartbeat value read in its row */
 	uint64_t hb_change_ns;  /* when it last changed */
 	bool fp_bad;            /* its row carries another fingerprint */
+	uint64_t fp_odd_ns;     /* when its fingerprint was first seen
+				   differ (0: it does not) */
 };
 
 struct sst {
