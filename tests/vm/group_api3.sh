@@ -2,6 +2,9 @@
 #  - point-to-point request/reply between every pair;
 #  - group_close loses nothing: every member sends 300 messages and closes
 #    at once; close returns only when every member delivered all 900;
+#  - a member killed with kill -9 while all stream: the others' sends and
+#    close fail within 2 x the suspicion timeout, naming it, instead of
+#    hanging (membership keeps the .cfg's members: no view change yet);
 #  - bad starts fail with an error that says what is wrong: a broken .cfg
 #    (file, line, setting), an unknown member id (the known ids), and a
 #    member whose group file disagrees with its peers' (on every member).
@@ -17,6 +20,31 @@ echo "ok: p2p: every member answered both others' requests and got both replies"
 
 run_members close 600 "$GM" --count 300
 check_order close
+
+# kill -9 of member 2 once every member streams.
+for i in 0 1 2; do
+    "$GM" --config "$CFG" --id "$i" --count 2000000 >"$OUT/kill.$i.out" 2>"$OUT/kill.$i.err" &
+    PID[$i]=$!
+done
+t=0
+until [ "$(cat "$OUT"/kill.*.out 2>/dev/null | grep -c '^READY')" = 3 ]; do
+    [ "$t" -lt 1200 ] || fail "kill: the members did not all start within 120 s"
+    sleep 0.1
+    t=$((t + 1))
+done
+sleep 2
+kill -9 "${PID[2]}"
+finish 2 30
+t0=$(date +%s%N)
+limit_ms=$(( 2 * $(sed -n 's/^ *suspect_timeout_ms *= *\([0-9]*\).*/\1/p' "$CFG") ))
+for i in 0 1; do
+    finish "$i" 120
+    [ "$RC" != 0 ] && [ "$RC" != 124 ] || fail "kill: member $i did not fail cleanly (status $RC)"
+    grep -q "member 2 failed" "$OUT/kill.$i.err" ||
+        fail "kill: member $i's error does not name member 2: $(cat "$OUT/kill.$i.err")"
+done
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+echo "ok: kill -9 of member 2: members 0 and 1 stopped with an error naming it; the last $ms ms after the kill (suspicion limit $limit_ms ms)"
 
 # A broken .cfg: the error names the file, the line and the setting.
 bad=$OUT/broken.cfg

@@ -78,6 +78,8 @@ struct member {
 
 	/* p2p */
 	atomic_uint requests, replies;
+
+	atomic_bool failed;     /* the failure upcall ran */
 };
 
 static uint64_t now_ns(void)
@@ -240,6 +242,15 @@ static void *releaser(void *arg)
 	return NULL;
 }
 
+static void on_failure(void *ctx, uint32_t member, const char *why)
+{
+	struct member *m = ctx;
+
+	fprintf(stderr, "member %u: failure upcall: member %u: %s\n", m->id,
+		member, why);
+	atomic_store(&m->failed, true);
+}
+
 static void p2p_receive(void *ctx, uint32_t sender, const struct buf_desc *d)
 {
 	struct member *m = ctx;
@@ -369,7 +380,8 @@ int main(int argc, char **argv)
 	struct member *m = calloc(1, sizeof(*m));
 	struct group_config *cfg = calloc(1, sizeof(*cfg));
 	struct group_callbacks cb = { .deliver = deliver,
-				      .p2p_receive = p2p_receive };
+				      .p2p_receive = p2p_receive,
+				      .failure = on_failure };
 	const char *cfg_path = NULL, *id = NULL, *sets[MAX_SETS];
 	size_t nsets = 0;
 	struct squall_error err;
@@ -431,6 +443,8 @@ int main(int argc, char **argv)
 	}
 	m->n = group_nmembers(m->g);
 	m->rank = group_my_rank(m->g);
+	printf("READY member=%u\n", m->id);
+	fflush(stdout);
 	if (m->senders > m->n)
 		m->senders = m->n;
 	expected = m->p2p ? 0 : (uint64_t)m->senders * m->count;
@@ -446,7 +460,7 @@ int main(int argc, char **argv)
 		uint64_t until = now_ns() + 900000000000ull;
 
 		while (__atomic_load_n(&m->delivered, __ATOMIC_RELAXED) < expected &&
-		       now_ns() < until)
+		       now_ns() < until && !atomic_load(&m->failed))
 			usleep(10000);
 		atomic_store(&m->stop, true);
 		pthread_join(rel, NULL);
