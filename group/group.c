@@ -29,7 +29,7 @@
 /* Sends wait for room in slices of this, checking for failures. */
 #define WAIT_SLICE_MS 100
 
-static uint64_t now_ms(void)
+uint64_t group_now_ms(void)
 {
 	struct timespec ts;
 
@@ -37,7 +37,7 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-static void nap(void)
+void group_nap(void)
 {
 	nanosleep(&(struct timespec){ 0, 500000 }, NULL);
 }
@@ -369,7 +369,7 @@ static int usable(struct group *g, struct squall_error *err)
 static int smc_send(struct group *g, const void *p, uint32_t len, int timeout_ms,
 		    uint8_t kind, struct squall_error *err)
 {
-	uint64_t until = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t until = timeout_ms > 0 ? group_now_ms() + (uint64_t)timeout_ms : 0;
 	bool waited = false;
 	int r;
 
@@ -377,7 +377,7 @@ static int smc_send(struct group *g, const void *p, uint32_t len, int timeout_ms
 		int slice = timeout_ms == 0 ? 0 : WAIT_SLICE_MS;
 
 		if (until) {
-			uint64_t now = now_ms();
+			uint64_t now = group_now_ms();
 
 			if (now >= until)
 				slice = 0;
@@ -394,7 +394,7 @@ static int smc_send(struct group *g, const void *p, uint32_t len, int timeout_ms
 		waited = true;
 		if ((r = failed(g, err)))
 			return r;
-		if (slice == 0 || (until && now_ms() >= until))
+		if (slice == 0 || (until && group_now_ms() >= until))
 			break;
 	}
 	if (r == 0)
@@ -416,7 +416,7 @@ static int smc_send(struct group *g, const void *p, uint32_t len, int timeout_ms
 static int send_large(struct group *g, const struct buf_desc *d,
 		      int timeout_ms, struct squall_error *err)
 {
-	uint64_t until = timeout_ms > 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t until = timeout_ms > 0 ? group_now_ms() + (uint64_t)timeout_ms : 0;
 	struct group_announce a;
 	struct group_rsend *s;
 	struct buf_desc ad;
@@ -434,7 +434,7 @@ static int send_large(struct group *g, const struct buf_desc *d,
 	       !atomic_load(&g->failed)) {
 		struct timespec ts;
 
-		if (timeout_ms == 0 || (until && now_ms() >= until)) {
+		if (timeout_ms == 0 || (until && group_now_ms() >= until)) {
 			pthread_mutex_unlock(&g->lock);
 			return squall_error_set(err, timeout_ms ? -ETIMEDOUT
 				: -EAGAIN, "member %u: %u large messages are "
@@ -644,17 +644,17 @@ static int wait_until(struct group *g, bool (*ok)(struct group *),
 		      int timeout_ms, bool tolerate_failure, const char *what,
 		      struct squall_error *err)
 {
-	uint64_t until = timeout_ms >= 0 ? now_ms() + (uint64_t)timeout_ms : 0;
+	uint64_t until = timeout_ms >= 0 ? group_now_ms() + (uint64_t)timeout_ms : 0;
 	int r;
 
 	while (!ok(g)) {
 		if (!tolerate_failure && (r = failed(g, err)))
 			return r;
-		if (until && now_ms() >= until)
+		if (until && group_now_ms() >= until)
 			return squall_error_set(err, -ETIMEDOUT, "member %u: %s "
 				"did not complete within %d ms", g->my_id, what,
 				timeout_ms);
-		nap();
+		group_nap();
 	}
 	return 0;
 }

@@ -175,7 +175,10 @@ extern const struct rdmc_callbacks group_rdmc_cb_template;
 bool group_pass(void *arg);
 void group_order_free(struct group *g);
 
-/* group.c */
+/* group.c: the monotonic clock in ms, and the short sleep of waits that
+ * poll the SST. */
+uint64_t group_now_ms(void);
+void group_nap(void);
 void group_fail(struct group *g, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 

@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include <squall/wire.h>
 
@@ -107,14 +106,6 @@ const struct smc_core_ops group_smc_ops = {
 
 /* ---- dispatch hooks ----------------------------------------------------- */
 
-static int rank_of(const struct group *g, uint32_t id)
-{
-	for (uint32_t r = 0; r < g->n; r++)
-		if (g->ids[r] == id)
-			return (int)r;
-	return -1;
-}
-
 /* A point-to-point SEND completed: its header object holds the lease. */
 static void p2p_done(struct group *g, const struct rdma_sq_wc *wc)
 {
@@ -137,7 +128,7 @@ static bool on_wc(void *arg, const struct rdma_sq_wc *wc)
 	int r;
 
 	if (tag == GROUP_WR_SMC) {
-		r = rank_of(g, wc->peer);
+		r = group_config_member_index(&g->cfg, wc->peer);
 		if (wc->status) {
 			group_fail(g, -ENOTCONN, "an SMC write to member %u "
 				   "failed: %s", wc->peer, wc->status_text);
@@ -241,14 +232,6 @@ int group_smc_setup(struct group *g, struct squall_error *err)
 	return 0;
 }
 
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
 /* Publish where my rings lie in my region and learn where each peer's
  * ring for my messages lies in its region (the same offset on every
  * member, by construction; the exchange checks it). */
@@ -256,7 +239,7 @@ int group_rings_exchange(struct group *g, struct squall_error *err)
 {
 	uint64_t mine = (uint64_t)((char *)g->rings.ptr - (char *)g->base);
 	uint32_t col = (uint32_t)g->col[COL_SMC_RING];
-	uint64_t deadline = now_ms() + g->cfg.connect_timeout_ms;
+	uint64_t deadline = group_now_ms() + g->cfg.connect_timeout_ms;
 
 	sst_set(g->t, col, mine + 1);
 	sst_push_cols(g->t, col, 1);
@@ -267,12 +250,12 @@ int group_rings_exchange(struct group *g, struct squall_error *err)
 		if (j == g->me)
 			continue;
 		while ((off = sst_get(g->t, j, col)) == 0) {
-			if (now_ms() > deadline)
+			if (group_now_ms() > deadline)
 				return squall_error_set(err, -ETIMEDOUT,
 					"member %u did not publish its SMC rings "
 					"within %u ms", g->ids[j],
 					g->cfg.connect_timeout_ms);
-			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+			group_nap();
 		}
 		r = rdma_sq_remote(g->node, g->ids[j], RDMA_SQ_TARGET_REGION,
 				   &addr, &g->rkey[j], &rlen);

@@ -154,13 +154,6 @@ static bool check_hdr(const struct buf_desc *d, uint32_t *sender,
 				 d->len - sizeof(h), h.sender, h.index, false));
 }
 
-static bool check(struct member *m, const struct buf_desc *d, uint32_t *sender,
-		  uint32_t *index)
-{
-	(void)m;
-	return check_hdr(d, sender, index, true);
-}
-
 static bool deliver(void *ctx, uint32_t sender, uint64_t seq,
 		    const struct buf_desc *d)
 {
@@ -232,7 +225,7 @@ static void *releaser(void *arg)
 		}
 		uint32_t s, idx;
 
-		if (!check(m, &h.d, &s, &idx)) {
+		if (!check_hdr(&h.d, &s, &idx, true)) {
 			fprintf(stderr, "member %u: a held message changed "
 				"under it (overwritten)\n", m->id);
 			m->bad++;
@@ -468,7 +461,7 @@ int main(int argc, char **argv)
 			struct held *h = &m->held[m->hhead++ % HOLD_MAX];
 			uint32_t s, idx;
 
-			if (!check(m, &h->d, &s, &idx))
+			if (!check_hdr(&h->d, &s, &idx, true))
 				m->bad++;
 			group_release(m->g, &h->d);
 		}
