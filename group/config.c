@@ -51,7 +51,7 @@ struct key_def {
 };
 
 enum key_id {
-	K_NAME, K_DEVICE, K_REGION, K_HUGE, K_CONNECT, K_COPY,
+	K_NAME, K_DEVICE, K_REGION, K_HUGE, K_CONNECT, K_VIEW, K_COPY,
 	K_PAYLOAD, K_WINDOW, K_BLOCK, K_HEARTBEAT, K_SUSPECT, K_COUNT
 };
 
@@ -63,6 +63,10 @@ static const struct key_def keys[K_COUNT] = {
 	[K_HUGE] = { "group", "huge_pages", KIND_BOOL, .def = 0 },
 	[K_CONNECT] = { "group", "connect_timeout_ms", KIND_UINT,
 			.min = 1, .max = 3600000, .def = 30000 },
+	/* How long survivors wait for each other when they reconnect in a
+	 * new view; a member missing then is dropped by the next change. */
+	[K_VIEW] = { "group", "view_timeout_ms", KIND_UINT,
+		     .min = 1, .max = 3600000, .def = 10000 },
 	/* 64K: the size from which a send through the registration cache
 	 * beat the copy path in bench/regcache.sh (copy_threshold_bytes) */
 	[K_COPY] = { "group", "copy_threshold", KIND_SIZE,
@@ -919,6 +923,7 @@ static void fill(const struct loader *ld, struct group_config *c)
 	c->region_size = (uint64_t)ld->slot[K_REGION].num;
 	c->huge_pages = ld->slot[K_HUGE].num != 0;
 	c->connect_timeout_ms = (uint32_t)ld->slot[K_CONNECT].num;
+	c->view_timeout_ms = (uint32_t)ld->slot[K_VIEW].num;
 	c->copy_threshold = (uint64_t)ld->slot[K_COPY].num;
 	c->smc_max_payload = (uint32_t)ld->slot[K_PAYLOAD].num;
 	c->smc_window = (uint32_t)ld->slot[K_WINDOW].num;
@@ -1117,6 +1122,8 @@ int group_config_fingerprint(const struct group_config *cfg, uint64_t *out)
 	hash_u64(&h, cfg->smc_max_payload);
 	hash_u64(&h, cfg->smc_window);
 	hash_u64(&h, cfg->rdmc_block_size);
+	if (cfg->epoch)
+		hash_u64(&h, cfg->epoch);
 	hash_u64(&h, cfg->nmembers);
 	for (uint32_t i = 0; i < cfg->nmembers; i++) {
 		hash_u64(&h, cfg->members[i].id);

@@ -743,6 +743,12 @@ int group_close(struct group *g, int timeout_ms, struct squall_error *err)
 
 /* ---- queries ---------------------------------------------------------------- */
 
+int group_status(struct group *g, struct squall_error *err)
+{
+	squall_error_clear(err);
+	return failed(g, err);
+}
+
 uint32_t group_my_id(const struct group *g)
 {
 	return g->my_id;

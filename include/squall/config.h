@@ -36,6 +36,7 @@ struct group_config {
 	uint64_t region_size;               /* group.region_size, bytes */
 	bool huge_pages;                    /* group.huge_pages */
 	uint32_t connect_timeout_ms;        /* group.connect_timeout_ms */
+	uint32_t view_timeout_ms;           /* group.view_timeout_ms */
 	uint64_t copy_threshold;            /* group.copy_threshold, bytes */
 
 	uint32_t smc_max_payload;           /* smc.max_payload, bytes */
@@ -46,6 +47,10 @@ struct group_config {
 	uint32_t sst_heartbeat_ms;          /* sst.heartbeat_ms */
 	uint32_t sst_suspect_timeout_ms;    /* sst.suspect_timeout_ms */
 
+	/* The view this configuration describes: 0 as loaded; a group in a
+	 * later view connects with a copy holding that view's epoch and
+	 * members, so members of different views refuse each other. */
+	uint64_t epoch;
 	uint32_t nmembers;
 	struct group_member_cfg members[GROUP_CONFIG_MAX_MEMBERS];
 };

@@ -31,10 +31,17 @@
  * calls that can say more fill a struct squall_error (one line naming the
  * member, the file or the setting concerned).
  *
- * This version keeps the membership of the .cfg: a member that fails is
- * reported through the failure upcall, and the group stops delivering
- * (every ordered message needs every member) rather than carry on with a
- * view that some members do not share.
+ * Membership: the group starts with the .cfg's members and carries on when
+ * members fail. A member that stops answering (SST heartbeat or a failed
+ * write) is reported through the failure upcall and a view change follows,
+ * led by the lowest-ranked live member: sends wait (the group is wedged),
+ * every survivor delivers exactly the messages every survivor holds (the
+ * ragged trim), the survivors reconnect in a new view with a new epoch and
+ * the view upcall runs; messages a live member sent that did not make the
+ * trim are sent again by the group in the new view, so a live sender loses
+ * nothing and nothing is delivered twice. A view change needs a majority
+ * of the view it replaces: a member on the minority side of a partition
+ * stops (group_status() says why) instead of carrying on alone.
  */
 #ifndef SQUALL_GROUP_H
 #define SQUALL_GROUP_H
@@ -70,12 +77,15 @@ struct group_callbacks {
 	 * the call only. May be NULL (such messages are then dropped). */
 	void (*p2p_receive)(void *ctx, uint32_t sender,
 			    const struct buf_desc *d);
-	/* The view: called once from group_create() before it returns.
-	 * May be NULL. */
+	/* The view: called from group_create() before it returns (epoch
+	 * 0), and after every view change, before anything of the new view
+	 * is delivered. May be NULL. */
 	void (*view)(void *ctx, const struct group_view *v);
 	/* Member `member` failed (or this member lost touch with it): why
-	 * says what was seen. The group delivers nothing after the messages
-	 * already stable. May be NULL. */
+	 * says what was seen. A view change without it follows. When the
+	 * group itself cannot go on (this member lost the majority, or the
+	 * others removed it), member is this member's own id and why says
+	 * so; group_status() then returns the same. May be NULL. */
 	void (*failure)(void *ctx, uint32_t member, const char *why);
 	/* An ordered send this member made failed after
 	 * group_ordered_send() returned (a receiver could not lease the
@@ -162,7 +172,13 @@ int group_barrier(struct group *g, int timeout_ms, struct squall_error *err);
  * same). */
 int group_close(struct group *g, int timeout_ms, struct squall_error *err);
 
-/* The member's id, rank, and the group's member count. */
+/* 0 while the group works; otherwise the code every call now returns
+ * (-ENOTCONN) with err saying why (e.g. a partition left this member
+ * without a majority of its view). */
+int group_status(struct group *g, struct squall_error *err);
+
+/* The member's id, rank, and the group's member count (of the current
+ * view). */
 uint32_t group_my_id(const struct group *g);
 uint32_t group_my_rank(const struct group *g);
 uint32_t group_nmembers(const struct group *g);
@@ -185,6 +201,14 @@ struct group_stats {
 	uint64_t p2p_sent;
 	uint64_t p2p_received;
 	uint64_t send_waits;       /* sends that waited for room */
+	uint64_t epoch;            /* the current view's epoch */
+	uint64_t wedges;           /* view changes this member took part in */
+	uint64_t commits;          /* ragged trims agreed (a view change is
+				      decided; its view is being installed) */
+	uint64_t resent;           /* own messages sent again in a new view
+				      because they were past the trim */
+	uint64_t last_view_change_ms; /* the last view change, from wedge
+				      to installed view */
 };
 void group_stats(struct group *g, struct group_stats *st);
 

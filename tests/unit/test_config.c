@@ -144,6 +144,7 @@ static void test_local_files(void **state)
 		assert_int_equal(cfg.region_size, 256u << 20);
 		assert_false(cfg.huge_pages);
 		assert_int_equal(cfg.connect_timeout_ms, 30000);
+		assert_int_equal(cfg.view_timeout_ms, 10000);
 		assert_int_equal(cfg.copy_threshold, 65536);
 		assert_int_equal(cfg.smc_max_payload, 8192);
 		assert_int_equal(cfg.smc_window, 1024);
@@ -245,7 +246,7 @@ static void test_bad_unknown(void **state)
 	expect_bad("window = 16", "windw = 16",
 		   "%s:5: smc.windw: unknown setting (known in smc: max_payload, window)");
 	expect_bad("  region_size", "  huge_page = true;\n  region_size",
-		   "%s:3: group.huge_page: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, copy_threshold)");
+		   "%s:3: group.huge_page: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, view_timeout_ms, copy_threshold)");
 	expect_bad("id = 1; address", "id = 1; adress = \"x\"; address",
 		   "%s:9: members[1].adress: unknown setting (known in a member: id, address, port)");
 	expect_bad("members = (", "verbose = true;\nmembers = (",
@@ -359,6 +360,8 @@ static void test_bad_sizes(void **state)
 		   "%s:7: sst.heartbeat_ms: sst.suspect_timeout_ms 2000 must be greater than sst.heartbeat_ms 5000");
 	expect_bad("  name", "  connect_timeout_ms = 0;\n  name",
 		   "%s:2: group.connect_timeout_ms: must be an integer between 1 and 3600000 (got 0)");
+	expect_bad("  name", "  view_timeout_ms = -5;\n  name",
+		   "%s:2: group.view_timeout_ms: must be an integer between 1 and 3600000 (got -5)");
 }
 
 static void test_bad_file(void **state)
@@ -466,7 +469,7 @@ static void test_node_bad(void **state)
 	expect_node_bad("smc = {\n  window = 3;\n};\n",
 			"%s:2: smc.window: must be a power of two between 2 and 65536 (got 3)");
 	expect_node_bad("group = { devise = \"mlx5_0\"; };\n",
-			"%s:1: group.devise: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, copy_threshold)");
+			"%s:1: group.devise: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, view_timeout_ms, copy_threshold)");
 	expect_node_bad("\n\nmembers = ( { id = 5; address = \"10.0.0.5\"; port = 1; } );\n",
 			"%s:3: members: cannot be overridden by a node file (members come from the group file)");
 	expect_node_bad("group = { device = = \"mlx5_0\"; };\n",
