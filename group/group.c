@@ -68,48 +68,64 @@ static int failed(struct group *g, struct squall_error *err)
 	return 0;
 }
 
+/* The SST suspects a member (or, rank == mine, a peer suspects this
+ * member): report it; the view change is group_view_pass's. */
 static void on_suspect(struct sst *t, uint32_t rank, uint32_t by,
 		       const char *why, void *arg)
 {
 	struct group *g = arg;
 
 	(void)t;
-	(void)by;
 	/* Once every member has flushed, members leaving is the plan. */
 	if (atomic_load(&g->quiet))
 		return;
-	group_fail(g, -ENOTCONN, "member %u failed: %s", g->ids[rank], why);
+	if (rank == g->me) {
+		group_fail(g, -ENOTCONN, "member %u: member %u suspects this "
+			   "member: it is no longer in view %" PRIu64, g->my_id,
+			   g->ids[by], g->vcfg.epoch);
+		if (g->cb.failure)
+			g->cb.failure(g->ctx, g->my_id, g->fail_msg);
+		return;
+	}
 	if (g->cb.failure)
 		g->cb.failure(g->ctx, g->ids[rank], why);
 }
 
 /* ---- set-up ---------------------------------------------------------------- */
 
-static int make_layout(struct group *g, struct squall_error *err)
+static int make_layout(uint32_t n, struct sst_layout **out, int *col,
+		       struct squall_error *err)
 {
 	struct sst_column cols[COL_COUNT] = {
-		[COL_SMC_RECV] = { "smc_received", SST_COL_U64_ARRAY, g->n },
-		[COL_SMC_REL] = { "smc_released", SST_COL_U64_ARRAY, g->n },
+		[COL_SMC_RECV] = { "smc_received", SST_COL_U64_ARRAY, n },
+		[COL_SMC_REL] = { "smc_released", SST_COL_U64_ARRAY, n },
 		[COL_SMC_RING] = { "smc_rings", SST_COL_U64, 0 },
-		[COL_DONE] = { "delivered", SST_COL_U64_ARRAY, g->n },
+		[COL_DONE] = { "delivered", SST_COL_U64_ARRAY, n },
 		[COL_SENT] = { "sent", SST_COL_U64, 0 },
 		[COL_BARRIER] = { "barrier", SST_COL_U64, 0 },
 		[COL_CLOSING] = { "closing", SST_COL_U64, 0 },
+		[COL_HAVE] = { "have", SST_COL_U64_ARRAY, n },
+		[COL_ACK] = { "wedged_for", SST_COL_U64, 0 },
+		[COL_TRIM] = { "trim", SST_COL_U64_ARRAY, n },
+		[COL_TMASK] = { "trim_mask", SST_COL_U64, 0 },
 	};
-	int r = sst_layout_create(cols, COL_COUNT, &g->layout, err);
+	int r = sst_layout_create(cols, COL_COUNT, out, err);
 
-	if (r)
+	if (r || !col)
 		return r;
 	for (int i = 0; i < COL_COUNT; i++)
-		g->col[i] = sst_layout_find(g->layout, cols[i].name);
+		col[i] = sst_layout_find(*out, cols[i].name);
 	return 0;
 }
 
 /* Carve the fixed areas out of the region, in the one order every member
- * uses, so that each lies at the same offset everywhere. */
+ * uses, so that each lies at the same offset everywhere. The table is
+ * sized for every member of the .cfg: each view's table fits in it. */
 static int reserve_areas(struct group *g, struct squall_error *err)
 {
-	size_t recv_bytes = (size_t)g->n * GROUP_RECV_DEPTH * GROUP_RECV_BUF;
+	uint32_t nmax = g->cfg.nmembers;
+	size_t recv_bytes = (size_t)nmax * GROUP_RECV_DEPTH * GROUP_RECV_BUF;
+	struct sst_layout *l;
 	int r;
 
 	r = smc_ring_geom_init(&g->geom, g->cfg.smc_window,
@@ -118,11 +134,12 @@ static int reserve_areas(struct group *g, struct squall_error *err)
 		return squall_error_set(err, r, "%s: smc.window %u or "
 			"smc.max_payload %u out of range", g->cfg.path,
 			g->cfg.smc_window, g->cfg.smc_max_payload);
-	r = alloc_reserve(g->a, sst_table_size(g->layout, g->n), ALLOC_PAGE_SIZE,
+	r = make_layout(nmax, &l, NULL, err);
+	if (r)
+		return r;
+	r = alloc_reserve(g->a, sst_table_size(l, nmax), ALLOC_PAGE_SIZE,
 			  &g->table);
-	if (!r)
-		r = alloc_reserve(g->a, (size_t)g->n * g->geom.cap,
-				  ALLOC_PAGE_SIZE, &g->rings);
+	sst_layout_destroy(l);
 	if (!r)
 		r = alloc_reserve(g->a, smc_core_hdr_area_size(g->cfg.smc_window),
 				  ALLOC_PAGE_SIZE, &g->hdr);
@@ -131,12 +148,49 @@ static int reserve_areas(struct group *g, struct squall_error *err)
 				  &g->recv_area);
 	if (r)
 		return squall_error_set(err, r, "%s: group.region_size (%" PRIu64
-			" bytes) has no room for the SST, %u SMC rings of %" PRIu64
-			" bytes (smc.window %u x smc.max_payload %u) and %zu "
-			"bytes of receive buffers", g->cfg.path,
-			g->cfg.region_size, g->n, g->geom.cap, g->cfg.smc_window,
-			g->cfg.smc_max_payload, recv_bytes);
+			" bytes) has no room for the SST and %zu bytes of receive "
+			"buffers", g->cfg.path, g->cfg.region_size, recv_bytes);
 	return 0;
+}
+
+/* The view's SMC rings, one per sender, leased from the region. */
+static int lease_rings(struct group *g, struct squall_error *err)
+{
+	size_t sz = (size_t)g->n * g->geom.cap;
+	struct group_rings *rg = calloc(1, sizeof(*rg));
+	int r;
+
+	if (!rg)
+		return squall_error_set(err, -ENOMEM, "out of memory");
+	r = alloc_lease(g->a, 1, &sz, &rg->d);
+	if (r) {
+		free(rg);
+		return squall_error_set(err, r, "%s: group.region_size (%" PRIu64
+			" bytes) has no room for %u SMC rings of %" PRIu64
+			" bytes (smc.window %u x smc.max_payload %u)",
+			g->cfg.path, g->cfg.region_size, g->n, g->geom.cap,
+			g->cfg.smc_window, g->cfg.smc_max_payload);
+	}
+	memset(rg->d.ptr, 0, sz);
+	g->rings = rg->d;
+	g->cur_rings = rg;
+	return 0;
+}
+
+/* The view is over: its rings go once no kept delivery points into them. */
+void group_rings_retire(struct group *g, struct group_rings *rg)
+{
+	if (!rg)
+		return;
+	pthread_mutex_lock(&g->lock);
+	rg->retired = true;
+	if (rg->kept) {
+		pthread_mutex_unlock(&g->lock);
+		return;
+	}
+	pthread_mutex_unlock(&g->lock);
+	alloc_release(g->a, &rg->d);
+	free(rg);
 }
 
 static int start_rdma(struct group *g, struct squall_error *err)
@@ -148,10 +202,15 @@ static int start_rdma(struct group *g, struct squall_error *err)
 	};
 	int r;
 
-	r = rdma_sq_create(&g->cfg, g->my_id, g->base, g->len, &ro, &g->node,
+	r = rdma_sq_create(&g->vcfg, g->my_id, g->base, g->len, &ro, &g->node,
 			   err);
 	if (!r)
 		r = rdma_sq_connect_all(g->node, err);
+	/* In a later view a survivor that did not come back within
+	 * group.view_timeout_ms is a failure like any other: the SST
+	 * suspects it from the start and the next view change drops it. */
+	if (r == -ETIMEDOUT && g->vcfg.epoch)
+		r = 0;
 	return r;
 }
 
@@ -190,47 +249,138 @@ static int start_sst(struct group *g, struct squall_error *err)
 	int r;
 
 	group_dispatch_init(g);
-	r = sst_create(g->node, &g->cfg, g->layout, g->base,
+	r = sst_create(g->node, &g->vcfg, g->layout, g->base,
 		       (size_t)((char *)g->table.ptr - (char *)g->base), &so,
 		       &g->t, err);
 	if (r)
 		return r;
 	r = sst_start(g->t, err);
 	if (!r)
-		r = sst_wait_peers(g->t, (int)g->cfg.connect_timeout_ms, err);
+		r = sst_wait_peers(g->t, (int)g->vcfg.connect_timeout_ms, err);
+	if (r == -ETIMEDOUT && g->vcfg.epoch)
+		r = 0;
 	return r;
+}
+
+/* Build the parts of the view g->vcfg describes. The table memory is
+ * cleared first: the previous view's node is gone, so nothing writes
+ * into it until peers connect again. */
+int group_epoch_build(struct group *g, struct squall_error *err)
+{
+	int r = group_config_member_index(&g->vcfg, g->my_id);
+
+	assert(r >= 0);
+	g->me = (uint32_t)r;
+	g->n = g->vcfg.nmembers;
+	for (uint32_t i = 0; i < g->n; i++)
+		g->ids[i] = g->vcfg.members[i].id;
+	memset(g->done, 0, (size_t)g->cfg.nmembers * 8);
+	g->done_dirty = false;
+	g->sent_epoch = 0;
+	g->vc = VC_NONE;
+	g->vc_mask = g->vc_tmask = 0;
+	g->vc_delivered = false;
+	memset(g->table.ptr, 0, g->table.len);
+	r = make_layout(g->n, &g->layout, g->col, err);
+	if (!r)
+		r = lease_rings(g, err);
+	if (!r)
+		r = start_rdma(g, err);
+	if (!r)
+		r = group_smc_setup(g, err);
+	if (!r)
+		r = start_rdmc(g, err);
+	if (!r)
+		r = start_sst(g, err);
+	if (!r)
+		r = group_rings_exchange(g, err);
+	return r;
+}
+
+/* Tear down the current view's parts: the progress thread first (the SST
+ * owns it), then the node (no write of this view lands any more), then
+ * what the transports kept. */
+void group_epoch_teardown(struct group *g)
+{
+	atomic_store(&g->ready, false);
+	sst_destroy(g->t);
+	g->t = NULL;
+	if (g->grant)
+		rdma_sq_dereg_mr(g->node, g->grant, NULL);
+	g->grant = NULL;
+	rdma_sq_destroy(g->node);
+	g->node = NULL;
+	if (g->core) {
+		struct smc_stats ss;
+		struct rdmc_stats rs = { 0 };
+
+		/* The counters of an ended view stay counted. */
+		smc_core_stats(g->core, &ss);
+		if (g->e)
+			rdmc_engine_stats(g->e, &rs);
+		atomic_fetch_add(&g->st_old_copies, ss.payload_copies -
+				 ss.sends_copied + rs.payload_copies);
+		atomic_fetch_add(&g->st_old_waits, ss.send_waits);
+	}
+	rdmc_group_destroy(g->rg);
+	g->rg = NULL;
+	rdmc_engine_destroy(g->e);
+	g->e = NULL;
+	smc_core_destroy(g->core);
+	g->core = NULL;
+	group_order_free(g);
+	group_rings_retire(g, g->cur_rings);
+	g->cur_rings = NULL;
+	sst_layout_destroy(g->layout);
+	g->layout = NULL;
 }
 
 static int alloc_tables(struct group *g)
 {
-	size_t nn = (size_t)g->n * g->n;
+	size_t nmax = g->cfg.nmembers, nn = nmax * nmax;
 
 	g->recv = calloc(nn, 8);
 	g->rel = calloc(nn, 8);
-	g->row_recv = calloc(g->n, 8);
-	g->row_rel = calloc(g->n, 8);
-	g->done = calloc(g->n, 8);
+	g->row_recv = calloc(nmax, 8);
+	g->row_rel = calloc(nmax, 8);
+	g->done = calloc(nmax, 8);
 	return g->recv && g->rel && g->row_recv && g->row_rel && g->done
 		       ? 0 : -ENOMEM;
 }
 
 static void teardown(struct group *g)
 {
-	sst_destroy(g->t);
-	rdmc_group_destroy(g->rg);
-	rdmc_engine_destroy(g->e);
-	smc_core_destroy(g->core);
-	if (g->grant)
-		rdma_sq_dereg_mr(g->node, g->grant, NULL);
-	rdma_sq_destroy(g->node);
-	group_order_free(g);
+	group_view_stop(g);
+	group_epoch_teardown(g);
+	while (g->kept) {
+		struct group_kept *k = g->kept;
+
+		g->kept = k->next;
+		if (k->rings && k->rings != g->cur_rings && --k->rings->kept == 0
+		    && k->rings->retired)
+			free(k->rings);
+		free(k);
+	}
+	while (g->own) {
+		struct group_own *o = g->own;
+
+		g->own = o->next;
+		free(o);
+	}
+	while (g->resend_head) {
+		struct group_resend *rs = g->resend_head;
+
+		g->resend_head = rs->next;
+		free(rs);
+	}
 	alloc_destroy(g->a);
-	sst_layout_destroy(g->layout);
 	free(g->recv);
 	free(g->rel);
 	free(g->row_recv);
 	free(g->row_rel);
 	free(g->done);
+	pthread_rwlock_destroy(&g->epoch_lock);
+	pthread_cond_destroy(&g->vcond);
 	pthread_mutex_destroy(&g->lock);
 	pthread_cond_destroy(&g->room);
 	free(g);
@@ -243,6 +393,7 @@ static int init(struct group *g, const struct group_config *cfg,
 	int r;
 
 	g->cfg = *cfg;
+	g->vcfg = *cfg;
 	g->my_id = my_id;
 	g->n = cfg->nmembers;
 	r = group_config_member_index(cfg, my_id);
@@ -257,9 +408,6 @@ static int init(struct group *g, const struct group_config *cfg,
 					"(the members are %s)", cfg->path,
 					my_id, ids);
 	}
-	g->me = (uint32_t)r;
-	for (uint32_t i = 0; i < g->n; i++)
-		g->ids[i] = cfg->members[i].id;
 	if (alloc_tables(g))
 		return squall_error_set(err, -ENOMEM, "out of memory");
 	ap.region_size = cfg->region_size;
@@ -268,22 +416,26 @@ static int init(struct group *g, const struct group_config *cfg,
 	if (r)
 		return r;
 	alloc_region(g->a, &g->base, &g->len);
-	r = make_layout(g, err);
+	r = reserve_areas(g, err);
 	if (!r)
-		r = reserve_areas(g, err);
+		r = group_epoch_build(g, err);
 	if (!r)
-		r = start_rdma(g, err);
-	if (!r)
-		r = group_smc_setup(g, err);
-	if (!r)
-		r = start_rdmc(g, err);
-	if (!r)
-		r = start_sst(g, err);
-	if (!r)
-		r = group_rings_exchange(g, err);
-	if (!r)
-		atomic_store_explicit(&g->ready, true, memory_order_release);
+		r = group_view_start(g, err);
 	return r;
+}
+
+void group_call_view(struct group *g)
+{
+	struct group_view v = {
+		.epoch = g->vcfg.epoch,
+		.nmembers = g->n,
+		.members = g->ids,
+		.my_id = g->my_id,
+		.my_rank = g->me,
+	};
+
+	if (g->cb.view)
+		g->cb.view(g->ctx, &v);
 }
 
 struct group *group_create_cfg(const struct group_config *cfg, uint32_t my_id,
@@ -291,7 +443,7 @@ struct group *group_create_cfg(const struct group_config *cfg, uint32_t my_id,
 			       struct squall_error *err)
 {
 	struct group *g;
-	struct group_view v;
+	pthread_rwlockattr_t ra;
 
 	squall_error_clear(err);
 	if (!cfg || !cb || !cb->deliver) {
@@ -308,8 +460,16 @@ struct group *group_create_cfg(const struct group_config *cfg, uint32_t my_id,
 	g->ctx = ctx;
 	pthread_mutex_init(&g->lock, NULL);
 	pthread_cond_init(&g->room, NULL);
+	pthread_cond_init(&g->vcond, NULL);
+	/* A view swap must not wait behind a stream of new senders. */
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra,
+		PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&g->epoch_lock, &ra);
+	pthread_rwlockattr_destroy(&ra);
 	g->rsend_tail = &g->rsend_head;
 	g->q_tail = &g->q_head;
+	g->resend_tail = &g->resend_head;
 	if (init(g, cfg, my_id, err)) {
 		/* Peers must not take this member's silence for a crash
 		 * while it has not joined: nothing was delivered. */
@@ -317,16 +477,8 @@ struct group *group_create_cfg(const struct group_config *cfg, uint32_t my_id,
 		teardown(g);
 		return NULL;
 	}
-	if (g->cb.view) {
-		v = (struct group_view){
-			.epoch = 0,
-			.nmembers = g->n,
-			.members = g->ids,
-			.my_id = g->my_id,
-			.my_rank = g->me,
-		};
-		g->cb.view(g->ctx, &v);
-	}
+	group_call_view(g);
+	atomic_store_explicit(&g->ready, true, memory_order_release);
 	return g;
 }
 
@@ -352,6 +504,9 @@ struct group *group_create(const char *cfg_path, uint32_t my_id,
 
 /* ---- sends -------------------------------------------------------------------- */
 
+__thread struct group *group_progress_self;
+__thread struct group *group_view_self;
+
 struct alloc *group_get_allocator(struct group *g)
 {
 	return g->a;
@@ -365,9 +520,72 @@ static int usable(struct group *g, struct squall_error *err)
 	return failed(g, err);
 }
 
-/* SMC send waiting in slices, so that a failure ends the wait. */
+/* Wait (without epoch_lock) until the view changes from `epoch`, the group
+ * fails, or `until` (ms; 0: no limit) passes. */
+static void wait_next_view(struct group *g, uint64_t epoch, uint64_t until)
+{
+	pthread_mutex_lock(&g->lock);
+	while (g->vcfg.epoch == epoch && !atomic_load(&g->failed) &&
+	       (!until || group_now_ms() < until)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += WAIT_SLICE_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&g->room, &g->lock, &ts);
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
+/* Enter the current view to use its parts: returns 0 holding epoch_lock
+ * for reading (on the progress thread, which a view swap stops first,
+ * without it). With wait, a wedged group is waited out (until `until`,
+ * 0: no limit); without, it is -EAGAIN. */
+static int view_enter(struct group *g, bool wait, uint64_t until,
+		      struct squall_error *err)
+{
+	bool self = group_progress_self == g;
+
+	/* The view thread sends again under the write lock it holds. */
+	if (group_view_self == g)
+		return 0;
+	for (;;) {
+		uint64_t epoch;
+		int r;
+
+		if (!self)
+			pthread_rwlock_rdlock(&g->epoch_lock);
+		r = failed(g, err);
+		if (!r && !atomic_load(&g->wedged))
+			return 0;
+		epoch = g->vcfg.epoch;
+		if (!self)
+			pthread_rwlock_unlock(&g->epoch_lock);
+		if (r)
+			return r;
+		if (self || !wait || (until && group_now_ms() >= until))
+			return squall_error_set(err, -EAGAIN, "member %u: a view "
+						"change is in progress", g->my_id);
+		atomic_fetch_add(&g->st_waits, 1);
+		wait_next_view(g, epoch, until);
+	}
+}
+
+static void view_leave(struct group *g)
+{
+	if (group_progress_self != g && group_view_self != g)
+		pthread_rwlock_unlock(&g->epoch_lock);
+}
+
+/* SMC send waiting in slices, so that a failure ends the wait, and across
+ * a view change: a send the ending view refused is made in the next one.
+ * With rs, the RDMC send it announces is queued in the same view. */
 static int smc_send(struct group *g, const void *p, uint32_t len, int timeout_ms,
-		    uint8_t kind, struct squall_error *err)
+		    uint8_t kind, struct group_rsend *rs,
+		    struct squall_error *err)
 {
 	uint64_t until = timeout_ms > 0 ? group_now_ms() + (uint64_t)timeout_ms : 0;
 	bool waited = false;
@@ -375,6 +593,8 @@ static int smc_send(struct group *g, const void *p, uint32_t len, int timeout_ms
 
 	for (;;) {
 		int slice = timeout_ms == 0 ? 0 : WAIT_SLICE_MS;
+		uint64_t epoch;
+		bool ending;
 
 		if (until) {
 			uint64_t now = group_now_ms();
@@ -384,8 +604,35 @@ static int smc_send(struct group *g, const void *p, uint32_t len, int timeout_ms
 			else if (until - now < (uint64_t)slice)
 				slice = (int)(until - now);
 		}
+		r = view_enter(g, timeout_ms != 0, until, err);
+		if (r)
+			return r;
 		r = smc_core_send_kind(g->core, p, len, (void *)p, slice, false,
 				       kind);
+		if (r == 0) {
+			atomic_fetch_add(&g->sent_epoch, 1);
+			if (rs) {
+				pthread_mutex_lock(&g->lock);
+				*g->rsend_tail = rs;
+				g->rsend_tail = &rs->next;
+				pthread_mutex_unlock(&g->lock);
+				sst_wake(g->t);
+			}
+		}
+		epoch = g->vcfg.epoch;
+		ending = r && smc_core_error(g->core) != 0;
+		view_leave(g);
+		if (r == 0)
+			return 0;
+		if (ending) {
+			/* The view is ending (wedged, or a write to a failed
+			 * member could not be posted): nothing was sent. */
+			if (timeout_ms == 0)
+				return squall_error_set(err, -EAGAIN, "member %u: "
+					"a view change is in progress", g->my_id);
+			wait_next_view(g, epoch, until);
+			continue;
+		}
 		if (r != -ETIMEDOUT && !(r == -EAGAIN && timeout_ms != 0 &&
 					 slice != 0))
 			break;
@@ -397,8 +644,6 @@ static int smc_send(struct group *g, const void *p, uint32_t len, int timeout_ms
 		if (slice == 0 || (until && group_now_ms() >= until))
 			break;
 	}
-	if (r == 0)
-		return 0;
 	if (r == -EAGAIN || r == -ETIMEDOUT)
 		return squall_error_set(err, r, "member %u: every slot of the "
 			"SMC window (smc.window = %u) is still in use", g->my_id,
@@ -413,14 +658,48 @@ static int smc_send(struct group *g, const void *p, uint32_t len, int timeout_ms
 							: strerror(-r));
 }
 
+/* Announce a large message and queue its RDMC send: the announcement's
+ * place in the SMC order is the message's. own: the message's record for
+ * view changes (added before the announcement can be delivered). */
+static int announce(struct group *g, uint64_t msg_id, const struct buf_desc *d,
+		    bool submitted, int timeout_ms, struct squall_error *err)
+{
+	struct group_announce a = {
+		.msg_id = htole64(msg_id),
+		.size = htole64(d->len),
+	};
+	struct group_rsend *s = calloc(1, sizeof(*s));
+	struct buf_desc ad;
+	size_t asz = sizeof(a);
+	int r;
+
+	r = s ? alloc_lease_wait(g->a, 1, &asz, &ad,
+				 timeout_ms < 0 ? UINT32_MAX : (unsigned)timeout_ms)
+	      : -ENOMEM;
+	if (r) {
+		free(s);
+		return squall_error_set(err, r, "member %u: no room to announce "
+					"a large message", g->my_id);
+	}
+	memcpy(ad.ptr, &a, sizeof(a));
+	s->msg_id = msg_id;
+	s->d = *d;
+	s->submitted = submitted;
+	r = smc_send(g, ad.ptr, sizeof(a), timeout_ms, GROUP_KIND_ANNOUNCE, s,
+		     err);
+	if (r) {
+		alloc_release(g->a, &ad);
+		free(s);
+	}
+	return r;
+}
+
 static int send_large(struct group *g, const struct buf_desc *d,
 		      int timeout_ms, struct squall_error *err)
 {
 	uint64_t until = timeout_ms > 0 ? group_now_ms() + (uint64_t)timeout_ms : 0;
-	struct group_announce a;
-	struct group_rsend *s;
-	struct buf_desc ad;
-	size_t asz = sizeof(a);
+	struct group_own *o;
+	struct buf_desc od;
 	int r, state = alloc_state(g->a, d->ptr);
 
 	if (state != ALLOC_LEASED)
@@ -428,6 +707,9 @@ static int send_large(struct group *g, const struct buf_desc *d,
 			"%p is not a lease ready to send (%s)", g->my_id, d->ptr,
 			state == ALLOC_SUBMITTED ? "it was sent already" :
 			state == ALLOC_FREE ? "it is free" : "not a lease");
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return squall_error_set(err, -ENOMEM, "out of memory");
 	/* Bound the large messages in flight. */
 	pthread_mutex_lock(&g->lock);
 	while (g->rdmc_inflight >= GROUP_RDMC_INFLIGHT &&
@@ -436,6 +718,7 @@ static int send_large(struct group *g, const struct buf_desc *d,
 
 		if (timeout_ms == 0 || (until && group_now_ms() >= until)) {
 			pthread_mutex_unlock(&g->lock);
+			free(o);
 			return squall_error_set(err, timeout_ms ? -ETIMEDOUT
 				: -EAGAIN, "member %u: %u large messages are "
 				"already in flight", g->my_id, GROUP_RDMC_INFLIGHT);
@@ -450,40 +733,40 @@ static int send_large(struct group *g, const struct buf_desc *d,
 		pthread_cond_timedwait(&g->room, &g->lock, &ts);
 	}
 	g->rdmc_inflight++;
-	a.msg_id = htole64((uint64_t)g->me << 48 | ++g->next_msg);
+	/* Unique per member for the group's life, whatever the view. */
+	o->msg_id = (uint64_t)g->my_id << 40 | ++g->next_msg;
 	pthread_mutex_unlock(&g->lock);
-	a.size = htole64(d->len);
-	s = calloc(1, sizeof(*s));
-	r = s ? alloc_lease_wait(g->a, 1, &asz, &ad,
-				 timeout_ms < 0 ? UINT32_MAX : (unsigned)timeout_ms)
-	      : -ENOMEM;
-	if (!r) {
-		memcpy(ad.ptr, &a, sizeof(a));
-		r = smc_send(g, ad.ptr, sizeof(a), timeout_ms,
-			     GROUP_KIND_ANNOUNCE, err);
-		if (r)
-			alloc_release(g->a, &ad);
-	} else {
-		squall_error_set(err, r, "member %u: no room to announce a "
-				 "large message", g->my_id);
-	}
+	o->d = *d;
+	group_own_add(g, o);
+	r = announce(g, o->msg_id, d, false, timeout_ms, err);
 	if (r) {
-		free(s);
+		group_own_take(g, o->msg_id, &od);
 		pthread_mutex_lock(&g->lock);
 		g->rdmc_inflight--;
 		pthread_mutex_unlock(&g->lock);
 		return r;
 	}
-	/* The announcement is in the order: from here the send happens. */
-	s->msg_id = le64toh(a.msg_id);
-	s->d = *d;
-	pthread_mutex_lock(&g->lock);
-	*g->rsend_tail = s;
-	g->rsend_tail = &s->next;
-	pthread_mutex_unlock(&g->lock);
-	sst_wake(g->t);
 	atomic_fetch_add(&g->st_sent_rdmc, 1);
 	return 0;
+}
+
+/* A message of an ended view sent again (view thread, sends still
+ * wedged): its payload is submitted already. */
+int group_resend(struct group *g, struct group_resend *rs,
+		 struct squall_error *err)
+{
+	int r;
+
+	if (rs->large)
+		return announce(g, rs->msg_id, &rs->d, true, -1, err);
+	g->resending = true;
+	r = smc_core_send_kind(g->core, rs->d.ptr, (uint32_t)rs->d.len,
+			       rs->d.ptr, -1, false, rs->kind);
+	g->resending = false;
+	if (r == 0)
+		atomic_fetch_add(&g->sent_epoch, 1);
+	return r ? squall_error_set(err, r, "member %u: sending a message "
+		"again in the new view failed: %s", g->my_id, strerror(-r)) : 0;
 }
 
 int group_ordered_send_timeout(struct group *g, const struct buf_desc *d,
@@ -502,7 +785,7 @@ int group_ordered_send_timeout(struct group *g, const struct buf_desc *d,
 	if (d->len > g->cfg.smc_max_payload)
 		r = send_large(g, d, timeout_ms, err);
 	else if (!(r = smc_send(g, d->ptr, (uint32_t)d->len, timeout_ms,
-				GROUP_KIND_APP, err)))
+				GROUP_KIND_APP, NULL, err)))
 		atomic_fetch_add(&g->st_sent_smc, 1);
 	if (!r)
 		atomic_fetch_add(&g->st_sent, 1);
@@ -527,17 +810,6 @@ int group_send_copy(struct group *g, const void *ptr, size_t len,
 	if (!ptr || !len)
 		return squall_error_set(err, -EINVAL, "member %u: nothing to "
 					"send", g->my_id);
-	if (len <= g->cfg.smc_max_payload) {
-		r = smc_core_send_copy(g->core, ptr, (uint32_t)len, -1);
-		if (r)
-			return squall_error_set(err, r, "member %u: %s",
-				g->my_id, atomic_load(&g->failed) ? g->fail_msg
-								 : strerror(-r));
-		atomic_fetch_add(&g->st_sent_smc, 1);
-		atomic_fetch_add(&g->st_sent, 1);
-		atomic_fetch_add(&g->st_copies, 1);
-		return 0;
-	}
 	r = alloc_lease_wait(g->a, 1, &len, &d, UINT32_MAX);
 	if (r)
 		return squall_error_set(err, r, "member %u: no room in the "
@@ -560,10 +832,10 @@ size_t group_p2p_max(const struct group *g)
 	return GROUP_RECV_BUF - WIRE_HDR_LEN;
 }
 
-int group_p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
-		   struct squall_error *err)
+static int p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
+		    struct squall_error *err)
 {
-	int r, rank = group_config_member_index(&g->cfg, member);
+	int r, rank = group_config_member_index(&g->vcfg, member);
 	struct rdma_sq_sge sg[2];
 	uint8_t *hdr;
 	int hlen;
@@ -573,7 +845,7 @@ int group_p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
 		return r;
 	if (rank < 0 || (uint32_t)rank == g->me)
 		return squall_error_set(err, -ENOENT, "member %u: %u is not "
-			"another member of the group", g->my_id, member);
+			"another member of the view", g->my_id, member);
 	if (!d || !d->ptr || !alloc_owns(g->a, d->ptr, d->len))
 		return squall_error_set(err, -EINVAL, "member %u: the buffer is "
 			"not inside this member's region", g->my_id);
@@ -613,6 +885,21 @@ int group_p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
 	return 0;
 }
 
+int group_p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
+		   struct squall_error *err)
+{
+	bool self = group_progress_self == g;
+	int r;
+
+	/* Not ordered: a wedged view's connections still carry it. */
+	if (!self)
+		pthread_rwlock_rdlock(&g->epoch_lock);
+	r = p2p_send(g, member, d, err);
+	if (!self)
+		pthread_rwlock_unlock(&g->epoch_lock);
+	return r;
+}
+
 int group_release(struct group *g, const struct buf_desc *d)
 {
 	struct group_kept **p, *k;
@@ -627,9 +914,28 @@ int group_release(struct group *g, const struct buf_desc *d)
 	pthread_mutex_unlock(&g->lock);
 	if (!k)
 		return -EINVAL;
-	if (k->kind == KEPT_SMC)
-		smc_core_release(g->core, &k->m);
-	else if (k->kind == KEPT_RDMC_RECV)
+	if (k->kind == KEPT_SMC) {
+		bool self = group_progress_self == g;
+		bool gone = false;
+
+		if (!self)
+			pthread_rwlock_rdlock(&g->epoch_lock);
+		if (k->rings == g->cur_rings) {
+			smc_core_release(g->core, &k->m);
+		} else {
+			/* Kept from an ended view: its rings go with the
+			 * last such delivery. */
+			pthread_mutex_lock(&g->lock);
+			gone = --k->rings->kept == 0 && k->rings->retired;
+			pthread_mutex_unlock(&g->lock);
+		}
+		if (!self)
+			pthread_rwlock_unlock(&g->epoch_lock);
+		if (gone) {
+			alloc_release(g->a, &k->rings->d);
+			free(k->rings);
+		}
+	} else if (k->kind == KEPT_RDMC_RECV)
 		alloc_release(g->a, &k->d);
 	else
 		alloc_complete(g->a, &k->d);
@@ -639,15 +945,28 @@ int group_release(struct group *g, const struct buf_desc *d)
 
 /* ---- agreements over the SST ------------------------------------------------ */
 
-/* Wait until ok(g) holds, a member fails, or timeout_ms passes. */
+/* Wait until ok(g) holds, a member fails, or timeout_ms passes; every
+ * turn, tick(g) (may be NULL) publishes what the view needs. Both run in
+ * the current view (a view change between turns is fine: the next view's
+ * SST gets the same columns again). */
 static int wait_until(struct group *g, bool (*ok)(struct group *),
-		      int timeout_ms, bool tolerate_failure, const char *what,
+		      void (*tick)(struct group *), int timeout_ms,
+		      bool tolerate_failure, const char *what,
 		      struct squall_error *err)
 {
 	uint64_t until = timeout_ms >= 0 ? group_now_ms() + (uint64_t)timeout_ms : 0;
 	int r;
 
-	while (!ok(g)) {
+	for (;;) {
+		bool done;
+
+		pthread_rwlock_rdlock(&g->epoch_lock);
+		if (tick)
+			tick(g);
+		done = ok(g);
+		pthread_rwlock_unlock(&g->epoch_lock);
+		if (done)
+			return 0;
 		if (!tolerate_failure && (r = failed(g, err)))
 			return r;
 		if (until && group_now_ms() >= until)
@@ -656,12 +975,34 @@ static int wait_until(struct group *g, bool (*ok)(struct group *),
 				timeout_ms);
 		group_nap();
 	}
-	return 0;
 }
 
 static uint64_t col_of(struct group *g, uint32_t rank, enum group_col c)
 {
 	return sst_get(g->t, rank, (uint32_t)g->col[c]);
+}
+
+/* Publish the barrier count and the close state in the current view's
+ * SST when they changed (or the view did). */
+static void publish_agreements(struct group *g)
+{
+	uint32_t cs = (uint32_t)g->col[COL_SENT];
+	uint32_t cc = (uint32_t)g->col[COL_CLOSING];
+	uint64_t sent = atomic_load(&g->sent_epoch);
+
+	if (g->pub_epoch == g->vcfg.epoch + 1 && g->pub_barriers == g->barriers &&
+	    g->pub_close == g->close_state && g->pub_sent == sent)
+		return;
+	g->pub_epoch = g->vcfg.epoch + 1;
+	g->pub_barriers = g->barriers;
+	g->pub_close = g->close_state;
+	g->pub_sent = sent;
+	sst_set(g->t, (uint32_t)g->col[COL_BARRIER], g->barriers);
+	if (g->close_state) {
+		sst_set(g->t, cs, sent);
+		sst_set(g->t, cc, g->close_state);
+	}
+	sst_push_cols(g->t, cs, cc - cs + 1);
 }
 
 static bool barrier_reached(struct group *g)
@@ -680,10 +1021,8 @@ int group_barrier(struct group *g, int timeout_ms, struct squall_error *err)
 	if ((r = failed(g, err)))
 		return r;
 	g->barriers++;
-	sst_set(g->t, (uint32_t)g->col[COL_BARRIER], g->barriers);
-	sst_push_cols(g->t, (uint32_t)g->col[COL_BARRIER], 1);
-	return wait_until(g, barrier_reached, timeout_ms, false, "the barrier",
-			  err);
+	return wait_until(g, barrier_reached, publish_agreements, timeout_ms,
+			  false, "the barrier", err);
 }
 
 /* Every member closed, and every member delivered every message each
@@ -692,6 +1031,8 @@ static bool flushed(struct group *g)
 {
 	uint32_t cd = (uint32_t)g->col[COL_DONE];
 
+	if (atomic_load(&g->wedged))
+		return false;
 	for (uint32_t k = 0; k < g->n; k++) {
 		uint64_t sent;
 
@@ -715,26 +1056,23 @@ static bool all_flushed(struct group *g)
 
 int group_close(struct group *g, int timeout_ms, struct squall_error *err)
 {
-	uint32_t cs = (uint32_t)g->col[COL_SENT];
-	uint32_t cc = (uint32_t)g->col[COL_CLOSING];
 	int r;
 
 	squall_error_clear(err);
 	if (!g)
 		return 0;
 	atomic_store(&g->closing, true);
-	sst_set(g->t, cs, atomic_load(&g->st_sent));
-	sst_set(g->t, cc, 1);
-	sst_push_cols(g->t, cs, cc - cs + 1);
-	r = wait_until(g, flushed, timeout_ms, false, "flushing the group", err);
+	g->close_state = 1;
+	r = wait_until(g, flushed, publish_agreements, timeout_ms, false,
+		       "flushing the group", err);
 	if (!r) {
 		/* Everything is delivered everywhere: from now on members
 		 * leave, and a peer disconnecting is no failure. */
 		atomic_store(&g->quiet, true);
-		sst_set(g->t, cc, 2);
-		sst_push_cols(g->t, cc, 1);
-		wait_until(g, all_flushed, timeout_ms < 0 ? 10000 : timeout_ms,
-			   true, "leaving", NULL);
+		g->close_state = 2;
+		wait_until(g, all_flushed, publish_agreements,
+			   timeout_ms < 0 ? 10000 : timeout_ms, true, "leaving",
+			   NULL);
 	}
 	atomic_store(&g->quiet, true);
 	teardown(g);
@@ -776,12 +1114,20 @@ const struct group_config *group_get_config(const struct group *g)
 
 void group_stats(struct group *g, struct group_stats *st)
 {
-	struct smc_stats ss;
+	bool self = group_progress_self == g;
+	struct smc_stats ss = { 0 };
 	struct rdmc_stats rs = { 0 };
+	uint64_t epoch;
 
-	smc_core_stats(g->core, &ss);
+	if (!self)
+		pthread_rwlock_rdlock(&g->epoch_lock);
+	if (g->core)
+		smc_core_stats(g->core, &ss);
 	if (g->e)
 		rdmc_engine_stats(g->e, &rs);
+	epoch = g->vcfg.epoch;
+	if (!self)
+		pthread_rwlock_unlock(&g->epoch_lock);
 	*st = (struct group_stats){
 		.sent = atomic_load(&g->st_sent),
 		.sent_smc = atomic_load(&g->st_sent_smc),
@@ -790,10 +1136,17 @@ void group_stats(struct group *g, struct group_stats *st)
 		.delivered_bytes = atomic_load(&g->st_delivered_bytes),
 		.copies = atomic_load(&g->st_copies),
 		.payload_copies = ss.payload_copies - ss.sends_copied +
-				  rs.payload_copies,
+				  rs.payload_copies +
+				  atomic_load(&g->st_old_copies),
 		.p2p_sent = atomic_load(&g->st_p2p_sent),
 		.p2p_received = atomic_load(&g->st_p2p_received),
-		.send_waits = atomic_load(&g->st_waits) + ss.send_waits,
+		.send_waits = atomic_load(&g->st_waits) + ss.send_waits +
+			      atomic_load(&g->st_old_waits),
+		.epoch = epoch,
+		.wedges = atomic_load(&g->st_wedges),
+		.commits = atomic_load(&g->st_commits),
+		.resent = atomic_load(&g->st_resent),
+		.last_view_change_ms = atomic_load(&g->st_vc_ms),
 	};
 }
 

@@ -11,7 +11,16 @@
  * Region layout, the same on every member because every member reserves
  * the same sizes in the same order right after the region is mapped: the
  * SST table, the SMC rings (one per sender) and header area, the receive
- * buffers; the rest is the allocator's, for leases.
+ * buffers; the rest is the allocator's, for leases. The SMC rings are
+ * leased anew for every view (a view's rings stay until the deliveries
+ * the application kept from them are released).
+ *
+ * Views (view.c): everything that depends on the members (node, SST, SMC
+ * core, rings, RDMC) is built for one view and torn down at its end; the
+ * region, allocator, kept deliveries and counters live across views.
+ * Application threads use the view's parts under epoch_lock (read); the
+ * view thread swaps them under it (write). The progress thread never
+ * takes it: it is stopped before a swap.
  */
 #ifndef SQUALL_GROUP_INT_H
 #define SQUALL_GROUP_INT_H
@@ -58,6 +67,7 @@ struct group_xfer {
 	struct group_xfer *next;
 	uint64_t msg_id;
 	uint32_t sender;      /* rank */
+	uint64_t round;       /* the announcement's round */
 	uint64_t size;
 	uint64_t seq;         /* the announcement's place in the order */
 	bool announced;       /* in the delivery queue */
@@ -82,6 +92,7 @@ enum group_kept_kind { KEPT_SMC = 1, KEPT_RDMC_RECV, KEPT_RDMC_SENT };
 struct group_kept {
 	struct group_kept *next;
 	enum group_kept_kind kind;
+	struct group_rings *rings;  /* KEPT_SMC: the view's rings */
 	struct buf_desc d;
 	struct smc_msg m;
 };
@@ -91,6 +102,39 @@ struct group_rsend {
 	struct group_rsend *next;
 	uint64_t msg_id;
 	struct buf_desc d;
+	bool submitted;  /* sent again in a new view: already submitted */
+};
+
+/* A view's SMC rings: a lease, freed once the view is over and no kept
+ * delivery points into it. */
+struct group_rings {
+	struct buf_desc d;
+	unsigned kept;
+	bool retired;
+};
+
+/* One of this member's large messages, from its send to its delivery:
+ * what a view change needs to deliver it (within the trim) or send it
+ * again (past it). Under lock. */
+struct group_own {
+	struct group_own *next;
+	uint64_t msg_id;
+	struct buf_desc d;
+};
+
+/* A message to send again in the next view, in order. */
+struct group_resend {
+	struct group_resend *next;
+	bool large;
+	uint8_t kind;
+	uint64_t msg_id;        /* large */
+	struct buf_desc d;      /* the payload (submitted) */
+};
+
+enum group_vc {
+	VC_NONE,     /* no view change */
+	VC_WEDGED,   /* sends stopped; agreeing on the trim */
+	VC_INSTALL,  /* every survivor holds the trim: the view thread's turn */
 };
 
 enum group_col {
@@ -101,12 +145,19 @@ enum group_col {
 	COL_SENT,      /* ordered messages I sent before closing */
 	COL_BARRIER,   /* barriers entered */
 	COL_CLOSING,   /* 1: closed, flushing; 2: flushed */
+	/* View changes (one push from COL_HAVE to COL_TMASK): */
+	COL_HAVE,      /* [n] rounds of each sender held, large payloads
+			  included (the trim is their minimum) */
+	COL_ACK,       /* the failure mask this member wedged for, + 1 */
+	COL_TRIM,      /* [n] the trim adopted */
+	COL_TMASK,     /* the failure mask of that trim, + 1; 0: none */
 	COL_COUNT
 };
 
 struct group {
-	struct group_config cfg;
-	uint32_t my_id, me, n;
+	struct group_config cfg;   /* as loaded */
+	struct group_config vcfg;  /* the current view: its members, epoch */
+	uint32_t my_id, me, n;     /* n, me: in the current view */
 	uint32_t ids[GROUP_CONFIG_MAX_MEMBERS];
 	struct group_callbacks cb;
 	void *ctx;
@@ -121,6 +172,7 @@ struct group {
 	int col[COL_COUNT];
 	struct buf_desc table, rings, hdr, recv_area;
 	struct sst_dispatch dispatch;
+	struct group_rings *cur_rings;
 
 	/* SMC */
 	struct smc_core *core;
@@ -155,13 +207,46 @@ struct group {
 		st_waits;
 
 	uint64_t barriers;              /* group_barrier calls */
+	uint64_t close_state;           /* 1: closing, flushing; 2: flushed */
+	uint64_t pub_epoch, pub_barriers, pub_close, pub_sent; /* published */
 	atomic_int failed;              /* first failure: -ENOTCONN */
 	char fail_msg[SQUALL_ERRMSG_MAX];
 	atomic_bool ready;              /* every peer's ring is known: SMC may
 					   post (nulls included) */
 	atomic_bool closing;            /* group_close began */
 	atomic_bool quiet;              /* flushed: peers leaving is fine */
+
+	/* Views. */
+	pthread_rwlock_t epoch_lock;
+	uint64_t seq_base;              /* positions of earlier views */
+	atomic_uint_fast64_t sent_epoch; /* ordered sends in this view */
+	atomic_bool wedged;             /* sends wait for the next view */
+	bool resending;                 /* view thread: leases already taken */
+	struct group_own *own;          /* under lock */
+	pthread_t view_thread;
+	bool view_thread_on;
+	pthread_cond_t vcond;           /* with lock: the view thread's turn */
+	bool stopping;                  /* under lock: the view thread ends */
+	bool install_due;               /* under lock: a trim is everywhere */
+	/* Progress thread only: */
+	enum group_vc vc;
+	uint64_t vc_mask;               /* ranks gone as this member sees */
+	uint64_t vc_tmask;              /* the adopted trim's mask; 0: none */
+	uint64_t vc_trim[GROUP_CONFIG_MAX_MEMBERS];
+	bool vc_delivered;              /* the trim is delivered here */
+	bool ragged;                    /* delivering the trim */
+	uint64_t vc_start_ms;
+	struct group_resend *resend_head, **resend_tail;
+	atomic_uint_fast64_t st_wedges, st_commits, st_resent, st_vc_ms,
+		st_old_copies, st_old_waits;
 };
+
+/* Thread-local: the group whose progress thread this is (upcalls do not
+ * take epoch_lock: a view swap stops that thread first). */
+extern __thread struct group *group_progress_self;
+/* The group whose view thread this is (it holds epoch_lock for writing
+ * while it sends again). */
+extern __thread struct group *group_view_self;
 
 /* link.c: SMC's transport operations and the SST dispatch hooks. */
 extern const struct smc_core_ops group_smc_ops;
@@ -174,6 +259,28 @@ bool group_smc_deliver(void *arg, const struct smc_msg *m);
 extern const struct rdmc_callbacks group_rdmc_cb_template;
 bool group_pass(void *arg);
 void group_order_free(struct group *g);
+/* Per sender, the rounds held here with their large payloads (what
+ * COL_HAVE publishes), and the delivery of the agreed trim g->vc_trim,
+ * collecting own messages past it in g->resend. */
+void group_have(struct group *g, uint64_t *have);
+void group_deliver_trim(struct group *g);
+
+/* view.c: view changes. */
+bool group_view_pass(struct group *g, bool *work);
+int group_view_start(struct group *g, struct squall_error *err);
+void group_view_stop(struct group *g);
+void group_own_add(struct group *g, struct group_own *o);
+bool group_own_take(struct group *g, uint64_t msg_id, struct buf_desc *d);
+bool group_own_find(struct group *g, uint64_t msg_id, struct buf_desc *d);
+void group_rings_retire(struct group *g, struct group_rings *rg);
+bool group_rdmc_lost(int status);
+
+/* group.c: one view's parts, built and torn down. */
+int group_epoch_build(struct group *g, struct squall_error *err);
+void group_epoch_teardown(struct group *g);
+int group_resend(struct group *g, struct group_resend *rs,
+		 struct squall_error *err);
+void group_call_view(struct group *g);
 
 /* group.c: the monotonic clock in ms, and the short sleep of waits that
  * poll the SST. */

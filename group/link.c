@@ -64,6 +64,9 @@ static int op_commit(void *ctx, void *cookie, const void *payload,
 	struct buf_desc d = { (void *)payload, len };
 
 	(void)cookie;
+	/* A message sent again in a new view was submitted the first time. */
+	if (g->resending)
+		return 0;
 	return alloc_submit(g->a, &d);
 }
 
@@ -115,23 +118,23 @@ static void p2p_done(struct group *g, const struct rdma_sq_wc *wc)
 	memcpy(&d, hdr + 32, sizeof(d));
 	alloc_complete(g->a, &d);
 	alloc_obj_delete(g->a, hdr);
-	if (wc->status)
-		group_fail(g, -ENOTCONN,
-			   "a point-to-point send to member %u failed: %s",
-			   wc->peer, wc->status_text);
+	/* A failed send means a failed peer: the SST suspects it and a view
+	 * change follows; the message is lost with the connection. */
 }
 
 static bool on_wc(void *arg, const struct rdma_sq_wc *wc)
 {
 	struct group *g = arg;
+
+	group_progress_self = g;
 	uint64_t tag = wc->wr_id >> 56;
 	int r;
 
 	if (tag == GROUP_WR_SMC) {
-		r = group_config_member_index(&g->cfg, wc->peer);
+		r = group_config_member_index(&g->vcfg, wc->peer);
 		if (wc->status) {
-			group_fail(g, -ENOTCONN, "an SMC write to member %u "
-				   "failed: %s", wc->peer, wc->status_text);
+			/* The peer failed: the SST suspects it too, and the
+			 * view change decides what the write carried. */
 			return true;
 		}
 		if (r >= 0)
@@ -168,6 +171,8 @@ static bool on_imm(void *arg, uint32_t rank, uint32_t imm)
 static bool on_message(void *arg, uint32_t rank, const void *buf, uint32_t len)
 {
 	struct group *g = arg;
+
+	group_progress_self = g;
 	struct squall_error err = { 0 };
 	struct wire_msg m;
 	int r;
@@ -239,7 +244,7 @@ int group_rings_exchange(struct group *g, struct squall_error *err)
 {
 	uint64_t mine = (uint64_t)((char *)g->rings.ptr - (char *)g->base);
 	uint32_t col = (uint32_t)g->col[COL_SMC_RING];
-	uint64_t deadline = group_now_ms() + g->cfg.connect_timeout_ms;
+	uint64_t deadline = group_now_ms() + g->vcfg.connect_timeout_ms;
 
 	sst_set(g->t, col, mine + 1);
 	sst_push_cols(g->t, col, 1);
@@ -250,13 +255,20 @@ int group_rings_exchange(struct group *g, struct squall_error *err)
 		if (j == g->me)
 			continue;
 		while ((off = sst_get(g->t, j, col)) == 0) {
+			/* In a later view, a survivor that did not come back
+			 * is left to the next view change. */
+			if (g->vcfg.epoch && (sst_suspected(g->t, j) ||
+					      group_now_ms() > deadline))
+				break;
 			if (group_now_ms() > deadline)
 				return squall_error_set(err, -ETIMEDOUT,
 					"member %u did not publish its SMC rings "
 					"within %u ms", g->ids[j],
-					g->cfg.connect_timeout_ms);
+					g->vcfg.connect_timeout_ms);
 			group_nap();
 		}
+		if (off == 0)
+			continue;
 		r = rdma_sq_remote(g->node, g->ids[j], RDMA_SQ_TARGET_REGION,
 				   &addr, &g->rkey[j], &rlen);
 		if (r)

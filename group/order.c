@@ -29,6 +29,8 @@
 static void keep(struct group *g, enum group_kept_kind kind,
 		 const struct buf_desc *d, const struct smc_msg *m)
 {
+	struct group_rings *rg = kind == KEPT_SMC ? g->cur_rings : NULL;
+
 	struct group_kept *k = calloc(1, sizeof(*k));
 
 	if (!k) {
@@ -44,9 +46,12 @@ static void keep(struct group *g, enum group_kept_kind kind,
 	}
 	k->kind = kind;
 	k->d = *d;
+	k->rings = rg;
 	if (m)
 		k->m = *m;
 	pthread_mutex_lock(&g->lock);
+	if (rg)
+		rg->kept++;
 	k->next = g->kept;
 	g->kept = k;
 	pthread_mutex_unlock(&g->lock);
@@ -67,14 +72,25 @@ static bool deliver_small(struct group *g, const struct smc_msg *m)
 	bool kept;
 
 	count_delivery(g, m->sender, m->len);
-	kept = g->cb.deliver(g->ctx, g->ids[m->sender], m->seq, &d);
+	kept = g->cb.deliver(g->ctx, g->ids[m->sender], g->seq_base + m->seq,
+			     &d);
 	return kept;
 }
 
 static void deliver_large(struct group *g, struct group_xfer *x)
 {
 	bool mine = x->sender == g->me;
+	struct buf_desc od;
 
+	if (mine) {
+		/* Done with it either way: no view change sends it again. */
+		if (group_own_take(g, x->msg_id, &od) && !x->d.ptr)
+			x->d = od;
+		pthread_mutex_lock(&g->lock);
+		g->rdmc_inflight--;
+		pthread_cond_broadcast(&g->room);
+		pthread_mutex_unlock(&g->lock);
+	}
 	if (x->failed) {
 		/* Delivered nowhere; counted so that close does not wait. */
 		g->done[x->sender]++;
@@ -88,7 +104,7 @@ static void deliver_large(struct group *g, struct group_xfer *x)
 		return;
 	}
 	count_delivery(g, x->sender, x->d.len);
-	if (g->cb.deliver(g->ctx, g->ids[x->sender], x->seq, &x->d))
+	if (g->cb.deliver(g->ctx, g->ids[x->sender], g->seq_base + x->seq, &x->d))
 		keep(g, mine ? KEPT_RDMC_SENT : KEPT_RDMC_RECV, &x->d, NULL);
 	else if (mine)
 		alloc_complete(g->a, &x->d);
@@ -151,16 +167,13 @@ static bool drain_queue(struct group *g)
 	while (g->q_head) {
 		struct group_item *it = g->q_head;
 
-		if (it->x && !it->x->ready && !it->x->failed)
+		/* A transfer lost with a member waits for the view change,
+		 * which decides whether every survivor has it. */
+		if (it->x && (it->x->failed ? group_rdmc_lost(it->x->status)
+					    : !it->x->ready))
 			break;
 		if (it->x) {
 			deliver_large(g, it->x);
-			if (it->x->sender == g->me) {
-				pthread_mutex_lock(&g->lock);
-				g->rdmc_inflight--;
-				pthread_cond_broadcast(&g->room);
-				pthread_mutex_unlock(&g->lock);
-			}
 			xfer_unlink(g, it->x);
 		} else if (deliver_small(g, &it->m)) {
 			keep(g, KEPT_SMC, &(struct buf_desc){ (void *)it->m.data,
@@ -213,7 +226,23 @@ static void on_announce(struct group *g, const struct smc_msg *m)
 	x->sender = m->sender;
 	x->size = le64toh(a.size);
 	x->seq = m->seq;
+	x->round = m->index;
 	x->announced = true;
+	if (g->ragged) {
+		/* Delivering the trim: a large message in it is held by
+		 * every survivor, so here too (the sender: its own). */
+		if (m->sender == g->me || (x->d.ptr && !x->failed)) {
+			x->failed = false;
+			deliver_large(g, x);
+		} else {
+			group_fail(g, -EPROTO, "member %u: the agreed trim "
+				   "holds message %" PRIu64 " of member %u, "
+				   "which this member does not have", g->my_id,
+				   x->msg_id, g->ids[m->sender]);
+		}
+		xfer_unlink(g, x);
+		return;
+	}
 	if (!enqueue(g, x, NULL))
 		return;
 	if (m->sender != g->me && g->n > 1)
@@ -285,6 +314,12 @@ static void on_sent(void *arg, struct rdmc_group *rg, uint64_t msg_id,
 	}
 	x->sender = g->me;
 	x->d = *d;
+	if (status && group_rdmc_lost(status)) {
+		/* Cut short by a failure: the view change delivers it or
+		 * sends it again; the buffer stays the group's. */
+		x->d = (struct buf_desc){ 0 };
+		return;
+	}
 	if (status) {
 		x->failed = true;
 		x->status = status;
@@ -318,9 +353,11 @@ static bool start_sends(struct group *g)
 		if (!s)
 			break;
 		if (g->n == 1) {
-			r = alloc_submit(g->a, &s->d);
+			r = s->submitted ? 0 : alloc_submit(g->a, &s->d);
 			if (!r)
 				on_sent(g, NULL, s->msg_id, &s->d, 0, "");
+		} else if (s->submitted) {
+			r = rdmc_send_submitted(g->rg, s->msg_id, &s->d, &err);
 		} else {
 			r = rdmc_send(g->rg, s->msg_id, &s->d, &err);
 		}
@@ -396,19 +433,22 @@ bool group_pass(void *arg)
 	bool work = false;
 	int r;
 
+	group_progress_self = g;
 	/* Until every peer's ring is known, no SMC write (a null record
 	 * included) may go out; arrivals wait in the core meanwhile. */
 	if (!atomic_load_explicit(&g->ready, memory_order_acquire))
 		return false;
+	if (group_view_pass(g, &work))
+		return work;
 	if (start_sends(g))
 		work = true;
 	if (retry_expects(g))
 		work = true;
 	read_counters(g);
 	r = smc_core_progress(g->core, g->recv, g->rel);
-	if (r < 0)
-		group_fail(g, r, "smc: %s", strerror(-r));
-	else if (r > 0)
+	/* An error is a write to a failed member: the SST suspects it and
+	 * the view change takes over. */
+	if (r > 0)
 		work = true;
 	if (drain_queue(g))
 		work = true;
@@ -429,9 +469,15 @@ void group_order_free(struct group *g)
 	while (g->xfers) {
 		struct group_xfer *x = g->xfers;
 
+		/* A received message that is not delivered in this view
+		 * (past the trim) goes back to the slab. */
+		if (x->sender != g->me && x->d.ptr)
+			alloc_release(g->a, &x->d);
 		g->xfers = x->next;
 		free(x);
 	}
+	/* RDMC sends not started: their messages are in g->own, and the
+	 * view change delivered or re-sent them. */
 	while (g->rsend_head) {
 		struct group_rsend *s = g->rsend_head;
 
@@ -439,10 +485,141 @@ void group_order_free(struct group *g)
 		free(s);
 	}
 	g->rsend_tail = &g->rsend_head;
-	while (g->kept) {
-		struct group_kept *k = g->kept;
+}
 
-		g->kept = k->next;
-		free(k);
+/* ---- the end of a view ---------------------------------------------------- */
+
+static void resend_add(struct group *g, bool large, uint8_t kind,
+		       uint64_t msg_id, const struct buf_desc *d)
+{
+	struct group_resend *rs = calloc(1, sizeof(*rs));
+
+	if (!rs) {
+		group_fail(g, -ENOMEM, "out of memory keeping a message to "
+			   "send again");
+		return;
 	}
+	rs->large = large;
+	rs->kind = kind;
+	rs->msg_id = msg_id;
+	rs->d = *d;
+	*g->resend_tail = rs;
+	g->resend_tail = &rs->next;
+}
+
+static void resend_large(struct group *g, uint64_t msg_id)
+{
+	struct buf_desc d;
+
+	if (group_own_find(g, msg_id, &d))
+		resend_add(g, true, GROUP_KIND_ANNOUNCE, msg_id, &d);
+}
+
+/* A large message is whole here, or failed alike everywhere (a receiver
+ * could not lease it: delivered nowhere). */
+static bool xfer_complete(const struct group *g, const struct group_xfer *x)
+{
+	if (x->sender == g->me)
+		return true;
+	if (x->failed)
+		return !group_rdmc_lost(x->status);
+	return x->d.ptr != NULL;
+}
+
+void group_have(struct group *g, uint64_t *have)
+{
+	for (uint32_t s = 0; s < g->n; s++) {
+		uint64_t h = smc_core_received(g->core, s);
+
+		if (s != g->me) {
+			/* An announcement not delivered yet: its transfer
+			 * has not begun here. */
+			uint64_t cap = smc_core_first_of_kind(g->core, s,
+							GROUP_KIND_ANNOUNCE);
+
+			for (struct group_xfer *x = g->xfers; x; x = x->next)
+				if (x->announced && x->sender == s &&
+				    !xfer_complete(g, x) && x->round < cap)
+					cap = x->round;
+			if (cap < h)
+				h = cap;
+		}
+		have[s] = h;
+	}
+}
+
+static void take_own(void *arg, const void *payload, uint32_t len,
+		     void *cookie, uint8_t kind, uint64_t round)
+{
+	struct group *g = arg;
+	struct buf_desc d = { (void *)payload, len };
+	struct group_announce a;
+
+	(void)cookie;
+	(void)round;
+	if (kind != GROUP_KIND_ANNOUNCE) {
+		resend_add(g, false, kind, 0, &d);
+		return;
+	}
+	memcpy(&a, payload, sizeof(a));
+	resend_large(g, le64toh(a.msg_id));
+	/* The announcement itself is made anew. */
+	alloc_complete(g->a, &d);
+}
+
+void group_deliver_trim(struct group *g)
+{
+	const uint64_t *trim = g->vc_trim;
+
+	/* Messages passed by SMC and waiting behind a large one. */
+	while (g->q_head) {
+		struct group_item *it = g->q_head;
+
+		g->q_head = it->next;
+		if (it->x) {
+			struct group_xfer *x = it->x;
+
+			if (x->round < trim[x->sender] && xfer_complete(g, x)) {
+				if (x->sender == g->me && x->failed &&
+				    group_rdmc_lost(x->status))
+					x->failed = false;
+				deliver_large(g, x);
+			} else if (x->round < trim[x->sender]) {
+				group_fail(g, -EPROTO, "member %u: the agreed "
+					   "trim holds message %" PRIu64 " of "
+					   "member %u, which this member does "
+					   "not have", g->my_id, x->msg_id,
+					   g->ids[x->sender]);
+			} else if (x->sender == g->me) {
+				resend_large(g, x->msg_id);
+			} else if (x->d.ptr) {
+				alloc_release(g->a, &x->d);
+			}
+			xfer_unlink(g, x);
+		} else if (it->m.index < trim[it->m.sender]) {
+			if (deliver_small(g, &it->m))
+				keep(g, KEPT_SMC, &(struct buf_desc){
+					     (void *)it->m.data, it->m.len },
+				     &it->m);
+			else
+				smc_core_release(g->core, &it->m);
+		} else {
+			if (it->m.sender == g->me) {
+				resend_add(g, false, GROUP_KIND_APP, 0,
+					   &(struct buf_desc){
+						   (void *)it->m.data,
+						   it->m.len });
+				smc_core_take_payload(g->core, &it->m);
+			}
+			smc_core_release(g->core, &it->m);
+		}
+		free(it);
+	}
+	g->q_tail = &g->q_head;
+	/* Then what SMC holds, up to the trim. */
+	g->ragged = true;
+	smc_core_deliver_trim(g->core, trim);
+	g->ragged = false;
+	/* Own messages past the trim, in send order. */
+	smc_core_take_own(g->core, take_own, g);
 }

@@ -745,8 +745,8 @@ static struct xfer *claim(struct rdmc_engine *e, struct rdmc_group *g,
 	return x;
 }
 
-int rdmc_send(struct rdmc_group *g, uint64_t msg_id, const struct buf_desc *d,
-	      struct squall_error *err)
+static int send_buf(struct rdmc_group *g, uint64_t msg_id,
+		    const struct buf_desc *d, bool submit, struct squall_error *err)
 {
 	struct rdmc_engine *e = g->e;
 	struct xfer *x;
@@ -765,7 +765,7 @@ int rdmc_send(struct rdmc_group *g, uint64_t msg_id, const struct buf_desc *d,
 	ret = rdmc_plan_build(g->alg, g->n,
 			      (unsigned)rdmc_block_count(d->len, g->block_size), 0,
 			      &x->plan);
-	if (!ret)
+	if (!ret && submit)
 		ret = alloc_submit(e->a, d);
 	if (ret) {
 		rdmc_plan_free(&x->plan);
@@ -781,6 +781,18 @@ int rdmc_send(struct rdmc_group *g, uint64_t msg_id, const struct buf_desc *d,
 	sender_check(e, x);
 	pump(e, x);
 	return 0;
+}
+
+int rdmc_send(struct rdmc_group *g, uint64_t msg_id, const struct buf_desc *d,
+	      struct squall_error *err)
+{
+	return send_buf(g, msg_id, d, true, err);
+}
+
+int rdmc_send_submitted(struct rdmc_group *g, uint64_t msg_id,
+			const struct buf_desc *d, struct squall_error *err)
+{
+	return send_buf(g, msg_id, d, false, err);
 }
 
 int rdmc_expect(struct rdmc_group *g, uint64_t msg_id, uint32_t sender,
@@ -1010,6 +1022,9 @@ void rdmc_group_destroy(struct rdmc_group *g)
 		struct xfer *x = &g->e->x[i];
 
 		if (x->role != ROLE_FREE && x->g == g) {
+			/* A receive buffer nobody was handed goes back. */
+			if (x->leased)
+				alloc_release(g->e->a, &x->buf);
 			x->inflight = 0;
 			close_slot(x);
 		}

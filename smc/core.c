@@ -31,7 +31,8 @@ struct smc_core {
 
 	pthread_mutex_t lock;
 	pthread_cond_t space; /* signalled when slots free up or on error */
-	int error;	      /* sticky: a write could not be posted */
+	int error;	      /* sticky: a write could not be posted, or
+				 -ESTALE once wedged */
 
 	/* Sending side. */
 	struct smc_ring_tx tx;
@@ -581,5 +582,110 @@ void smc_core_stats(struct smc_core *c, struct smc_stats *st)
 {
 	pthread_mutex_lock(&c->lock);
 	*st = c->st;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* ---- view changes --------------------------------------------------------- */
+
+uint64_t smc_core_received(struct smc_core *c, uint32_t s)
+{
+	uint64_t r;
+
+	pthread_mutex_lock(&c->lock);
+	r = smc_order_received(&c->order, s);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+int smc_core_error(struct smc_core *c)
+{
+	int e;
+
+	pthread_mutex_lock(&c->lock);
+	e = c->error;
+	pthread_mutex_unlock(&c->lock);
+	return e;
+}
+
+void smc_core_wedge(struct smc_core *c)
+{
+	pthread_mutex_lock(&c->lock);
+	if (!c->error)
+		c->error = -ESTALE;
+	pthread_cond_broadcast(&c->space);
+	pthread_mutex_unlock(&c->lock);
+}
+
+uint64_t smc_core_first_of_kind(struct smc_core *c, uint32_t s, uint8_t kind)
+{
+	struct smc_order_queue *q;
+	uint64_t found = UINT64_MAX;
+
+	pthread_mutex_lock(&c->lock);
+	q = &c->order.q[s];
+	for (uint64_t i = q->head; i < q->tail; i++) {
+		const struct smc_order_rec *r = &q->e[i % c->order.cap];
+
+		if (!(r->flags & SMC_REC_NULL) &&
+		    (uint8_t)(r->flags >> SMC_REC_KIND_SHIFT) == kind) {
+			found = r->round;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&c->lock);
+	return found;
+}
+
+int smc_core_deliver_trim(struct smc_core *c, const uint64_t *trim)
+{
+	uint32_t got;
+	int delivered = 0;
+
+	pthread_mutex_lock(&c->lock);
+	while ((got = smc_order_collect_trim(&c->order, trim, c->ev,
+					     SMC_CORE_BATCH)) > 0) {
+		uint32_t msgs;
+
+		pthread_mutex_unlock(&c->lock);
+		msgs = run_upcalls(c, got);
+		pthread_mutex_lock(&c->lock);
+		for (uint32_t i = 0; i < got; i++)
+			if (c->kept[i])
+				c->st.kept++;
+			else
+				release_rec(c, c->ev[i].sender,
+					    c->ev[i].rec.rec);
+		c->st.delivered += msgs;
+		delivered += (int)msgs;
+	}
+	pthread_mutex_unlock(&c->lock);
+	return delivered;
+}
+
+void smc_core_take_own(struct smc_core *c, smc_take_fn fn, void *arg)
+{
+	struct smc_order_queue *q;
+
+	pthread_mutex_lock(&c->lock);
+	q = &c->order.q[c->p.me];
+	for (uint64_t i = q->head; i < q->tail; i++) {
+		const struct smc_order_rec *r = &q->e[i % c->order.cap];
+		struct smc_tx_slot *s = smc_ring_tx_slot(&c->tx, r->rec);
+
+		if (r->flags & SMC_REC_NULL)
+			continue;
+		fn(arg, s->payload, s->len, s->cookie,
+		   (uint8_t)(r->flags >> SMC_REC_KIND_SHIFT), r->round);
+		s->cookie = NULL;
+	}
+	q->head = q->tail;
+	pthread_mutex_unlock(&c->lock);
+}
+
+void smc_core_take_payload(struct smc_core *c, const struct smc_msg *m)
+{
+	pthread_mutex_lock(&c->lock);
+	if (m->sender == c->p.me)
+		smc_ring_tx_slot(&c->tx, m->slot)->cookie = NULL;
 	pthread_mutex_unlock(&c->lock);
 }

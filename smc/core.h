@@ -146,4 +146,44 @@ bool smc_core_take_row(struct smc_core *c, uint64_t *received,
 
 void smc_core_stats(struct smc_core *c, struct smc_stats *st);
 
+/* ---- view changes ----------------------------------------------------------
+ * When a member fails the group stops this core (wedge), delivers exactly
+ * the rounds every survivor holds (a ragged trim), takes back its own
+ * messages past the trim to send them again in the next view, and
+ * destroys the core. */
+
+/* Rounds of sender s held here (what the SST row publishes). */
+uint64_t smc_core_received(struct smc_core *c, uint32_t s);
+
+/* The core's sticky error: 0, -ESTALE once wedged, or what a write
+ * failed to post with. */
+int smc_core_error(struct smc_core *c);
+
+/* Stop: sends fail with -ESTALE from now on (waiting ones wake up), no
+ * write is posted any more. Arrivals are still accepted. */
+void smc_core_wedge(struct smc_core *c);
+
+/* The first round of sender s's held, not yet delivered records whose
+ * kind is `kind`, or UINT64_MAX when there is none. */
+uint64_t smc_core_first_of_kind(struct smc_core *c, uint32_t s, uint8_t kind);
+
+/* Deliver (upcalls, in the total order) every held position of sender s
+ * below round trim[s], for every s, skipping the rest: what a wedged core
+ * delivers once the trim is agreed. Every such round must be held here.
+ * Returns the messages delivered. */
+int smc_core_deliver_trim(struct smc_core *c, const uint64_t *trim);
+
+/* One of this member's own messages not delivered. */
+typedef void (*smc_take_fn)(void *arg, const void *payload, uint32_t len,
+			    void *cookie, uint8_t kind, uint64_t round);
+
+/* Hand fn this member's own messages not delivered (after
+ * smc_core_deliver_trim: those past the trim), in send order; the core
+ * forgets their payloads (payload_done will not be called for them). */
+void smc_core_take_own(struct smc_core *c, smc_take_fn fn, void *arg);
+
+/* The payload of own message m (delivered, kept in the group's queue)
+ * is taken back the same way: payload_done will not be called for it. */
+void smc_core_take_payload(struct smc_core *c, const struct smc_msg *m);
+
 #endif /* SQUALL_SMC_CORE_H */

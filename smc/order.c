@@ -114,6 +114,48 @@ uint32_t smc_order_collect(struct smc_order *o, uint64_t frontier,
 	return nout;
 }
 
+uint32_t smc_order_collect_trim(struct smc_order *o, const uint64_t *trim,
+				struct smc_order_event *out, uint32_t max)
+{
+	uint64_t end = 0;
+	uint32_t nout = 0;
+
+	/* Past the last position any sender's trim allows, nothing is left. */
+	for (uint32_t s = 0; s < o->n; s++)
+		if (trim[s] && (trim[s] - 1) * o->n + s + 1 > end)
+			end = (trim[s] - 1) * o->n + s + 1;
+	while (o->next_seq < end && nout < max) {
+		uint32_t s = (uint32_t)(o->next_seq % o->n);
+		uint64_t round = o->next_seq / o->n;
+		struct smc_order_queue *q = &o->q[s];
+		struct smc_order_rec *r;
+
+		if (round >= trim[s]) {
+			o->next_seq++;
+			continue;
+		}
+		assert(q->head < q->tail);
+		r = &q->e[q->head % o->cap];
+		assert(r->round + q->head_round == round);
+		if (++q->head_round == r->nrounds ||
+		    r->round + q->head_round == trim[s]) {
+			/* A null record the trim cuts is reported too: its
+			 * slot is done with. */
+			out[nout++] = (struct smc_order_event){
+			    .sender = s,
+			    .seq = o->next_seq,
+			    .rec = *r,
+			};
+			if (!(r->flags & SMC_REC_NULL))
+				o->delivered++;
+			q->head++;
+			q->head_round = 0;
+		}
+		o->next_seq++;
+	}
+	return nout;
+}
+
 uint64_t smc_order_null_rounds(const uint64_t *mine, uint32_t n, uint32_t me)
 {
 	uint64_t target = 0;

@@ -88,6 +88,14 @@ uint64_t smc_order_frontier(const uint64_t *recv, uint32_t n);
 uint32_t smc_order_collect(struct smc_order *o, uint64_t frontier,
 			   struct smc_order_event *out, uint32_t max);
 
+/* Pass positions from next_seq on, in order, but of each sender s only
+ * rounds below trim[s]: the ragged end of a view. Positions of a sender
+ * at or past its trim are skipped (its records stay queued). Every round
+ * below a trim must be held locally. Returns the number of events (0 once
+ * every sender reached its trim). */
+uint32_t smc_order_collect_trim(struct smc_order *o, const uint64_t *trim,
+				struct smc_order_event *out, uint32_t max);
+
 /* How many null rounds sender `me` should send now, when it has nothing
  * else queued: enough that every round it holds from the others can be
  * delivered. mine[s] is what this member holds of sender s (mine[me]: the

@@ -219,7 +219,10 @@ int rdmc_group_create(struct rdmc_engine *e, uint32_t id,
 		      enum rdmc_algorithm alg, const struct rdmc_callbacks *cb,
 		      struct rdmc_group **out, struct squall_error *err);
 
-/* Remove a group (no transfer of it may be running). NULL is fine. */
+/* Remove a group (no transfer of it may be running: stop the node's
+ * traffic first). Receive buffers of unfinished transfers go back to the
+ * allocator; a sender's buffer stays submitted (its owner decides). NULL
+ * is fine. */
 void rdmc_group_destroy(struct rdmc_group *g);
 
 /* Send d (the start of a lease from the engine's allocator, d->len > 0
@@ -230,6 +233,11 @@ void rdmc_group_destroy(struct rdmc_group *g);
  * free transfer slot), or alloc_submit()'s error. */
 int rdmc_send(struct rdmc_group *g, uint64_t msg_id, const struct buf_desc *d,
 	      struct squall_error *err);
+
+/* rdmc_send of a buffer already submitted (a message sent again, e.g. in
+ * a new view after the first transfer was cut short). */
+int rdmc_send_submitted(struct rdmc_group *g, uint64_t msg_id,
+			const struct buf_desc *d, struct squall_error *err);
 
 /* Receive message msg_id of size bytes from member sender: lease the
  * buffer and tell the writers where it is. Returns 0 (the received

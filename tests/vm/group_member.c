@@ -164,16 +164,12 @@ static bool deliver(void *ctx, uint32_t sender, uint64_t seq,
 	 * heartbeat (the progress thread beats it). */
 	bool large = d->len > m->max_payload;
 	bool ok = check_hdr(d, &s, &idx, !large);
-	uint32_t rank = UINT32_MAX;
-
-	for (uint32_t r = 0; r < m->n; r++)
-		if (group_member_id(m->g, r) == sender)
-			rank = r;
 	if (s != UINT32_MAX) {
-		if (s != sender || rank >= 64 || idx != m->next_index[rank])
+		/* By member id: ranks change when the view does. */
+		if (s != sender || sender >= 64 || idx != m->next_index[sender])
 			ok = false;
 		else
-			m->next_index[rank]++;
+			m->next_index[sender]++;
 	}
 	if (!ok) {
 		m->bad++;

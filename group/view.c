@@ -1,0 +1,399 @@
+/*
+ * view.c - view changes: when members fail, the survivors agree on what
+ * every one of them delivers from the ending view and go on in a new one.
+ *
+ * The idea (virtual synchrony over the SST, after Derecho): a suspicion
+ * (the SST's, gossiped through every row) wedges the member: its sends
+ * stop, normal delivery stops, and it publishes, per sender, how many
+ * rounds it holds with their large payloads (COL_HAVE) and which failure
+ * mask it wedged for (COL_ACK). The leader, the lowest-ranked member not
+ * in the mask, waits until every survivor acknowledged the same mask and
+ * publishes the ragged trim: per sender, the minimum over survivors of
+ * what they hold (or, if any survivor already adopted a trim in an earlier
+ * round of the same change, that trim again: it may have delivered it).
+ * Every survivor adopts the leader's trim into its own row, delivers
+ * exactly the positions below it, and once every survivor's row shows the
+ * trim, the view thread tears the view down and builds the next one with
+ * the survivors: connections, SST, rings and RDMC, epoch + 1. Own
+ * messages past the trim are sent again there, in order, before any new
+ * send. A leader that fails before or during this is one more suspicion:
+ * the mask grows, the next member leads and republishes the same trim if
+ * anyone adopted one.
+ *
+ * Majority: a view change needs more than half of the view it replaces
+ * (or, once a trim is adopted, of the view that trim decided); a member on
+ * the smaller side of a partition stops instead of carrying on alone.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "group/group_int.h"
+#define VDBG(...) do { if (getenv("SQUALL_VDBG")) { fprintf(stderr, "VDBG %u %" PRIu64 " ", g->my_id, group_now_ms() % 100000); fprintf(stderr, __VA_ARGS__); fputc(10, stderr); } } while (0)
+
+bool group_rdmc_lost(int status)
+{
+	/* A receiver that could not take the message fails it alike on
+	 * every member; anything else is a connection cut short. */
+	return !(status == -ENOMEM || status == -EMSGSIZE || status == -E2BIG ||
+		 status == -EINVAL);
+}
+
+/* ---- own large messages ----------------------------------------------------- */
+
+void group_own_add(struct group *g, struct group_own *o)
+{
+	pthread_mutex_lock(&g->lock);
+	o->next = g->own;
+	g->own = o;
+	pthread_mutex_unlock(&g->lock);
+}
+
+static struct group_own **own_find(struct group *g, uint64_t msg_id)
+{
+	struct group_own **p;
+
+	for (p = &g->own; *p; p = &(*p)->next)
+		if ((*p)->msg_id == msg_id)
+			break;
+	return p;
+}
+
+bool group_own_take(struct group *g, uint64_t msg_id, struct buf_desc *d)
+{
+	struct group_own **p, *o;
+
+	pthread_mutex_lock(&g->lock);
+	p = own_find(g, msg_id);
+	o = *p;
+	if (o) {
+		*p = o->next;
+		*d = o->d;
+	}
+	pthread_mutex_unlock(&g->lock);
+	free(o);
+	return o != NULL;
+}
+
+bool group_own_find(struct group *g, uint64_t msg_id, struct buf_desc *d)
+{
+	struct group_own *o;
+
+	pthread_mutex_lock(&g->lock);
+	o = *own_find(g, msg_id);
+	if (o)
+		*d = o->d;
+	pthread_mutex_unlock(&g->lock);
+	return o != NULL;
+}
+
+/* ---- the agreement, on the progress thread ---------------------------------- */
+
+static uint64_t row(struct group *g, uint32_t j, enum group_col c)
+{
+	return sst_get(g->t, j, (uint32_t)g->col[c]);
+}
+
+static uint64_t row_elem(struct group *g, uint32_t j, enum group_col c,
+			 uint32_t i)
+{
+	return sst_get_elem(g->t, j, (uint32_t)g->col[c], i);
+}
+
+static void list_ranks(struct group *g, uint64_t mask, char *buf, size_t size)
+{
+	size_t o = 0;
+
+	buf[0] = '\0';
+	for (uint32_t j = 0; j < g->n && o + 12 < size; j++)
+		if (mask >> j & 1)
+			o += (size_t)snprintf(buf + o, size - o, "%s%u",
+					      o ? ", " : "", g->ids[j]);
+}
+
+static void stop(struct group *g)
+{
+	if (g->cb.failure)
+		g->cb.failure(g->ctx, g->my_id, g->fail_msg);
+	pthread_mutex_lock(&g->lock);
+	pthread_cond_broadcast(&g->vcond);
+	pthread_mutex_unlock(&g->lock);
+}
+
+static void wedge(struct group *g)
+{
+	g->vc = VC_WEDGED;
+	g->vc_start_ms = group_now_ms();
+	atomic_store(&g->wedged, true);
+	smc_core_wedge(g->core);
+	atomic_fetch_add(&g->st_wedges, 1);
+	VDBG("wedged");
+}
+
+static void adopt(struct group *g, const uint64_t *trim, uint64_t mask)
+{
+	uint32_t ct = (uint32_t)g->col[COL_TRIM];
+
+	if (g->vc_delivered &&
+	    memcmp(trim, g->vc_trim, (size_t)g->n * sizeof(*trim))) {
+		group_fail(g, -EPROTO, "member %u: view %" PRIu64 ": a second "
+			   "trim differs from the one delivered", g->my_id,
+			   g->vcfg.epoch);
+		stop(g);
+		return;
+	}
+	if (!g->vc_tmask)
+		atomic_fetch_add(&g->st_commits, 1);
+	VDBG("adopt mask %" PRIx64 " trim %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64, mask, trim[0], g->n > 1 ? trim[1] : 0, g->n > 2 ? trim[2] : 0, g->n > 3 ? trim[3] : 0);
+	memcpy(g->vc_trim, trim, (size_t)g->n * sizeof(*trim));
+	g->vc_tmask = mask;
+	for (uint32_t s = 0; s < g->n; s++)
+		sst_set_elem(g->t, ct, s, trim[s]);
+	sst_set(g->t, (uint32_t)g->col[COL_TMASK], mask + 1);
+}
+
+/* The mask of a trim some survivor adopted (0: none). */
+static uint64_t adopted_mask(struct group *g, uint64_t mask, uint32_t *who)
+{
+	if (g->vc_tmask) {
+		*who = g->me;
+		return g->vc_tmask;
+	}
+	for (uint32_t j = 0; j < g->n; j++) {
+		uint64_t tm = row(g, j, COL_TMASK);
+
+		if (!(mask >> j & 1) && tm && ((tm - 1) & ~mask) == 0) {
+			*who = j;
+			return tm - 1;
+		}
+	}
+	return 0;
+}
+
+static void lead(struct group *g, uint64_t mask, const uint64_t *have)
+{
+	uint64_t trim[GROUP_CONFIG_MAX_MEMBERS];
+	uint32_t who;
+
+	for (uint32_t j = 0; j < g->n; j++)
+		if (j != g->me && !(mask >> j & 1) &&
+		    row(g, j, COL_ACK) != mask + 1) {
+			static __thread uint64_t last;
+			if (group_now_ms() - last > 500) { last = group_now_ms(); VDBG("lead: waiting ack of %u (has %" PRIu64 ", mask %" PRIx64 ")", j, row(g, j, COL_ACK), mask); }
+			return;
+		}
+	/* Every survivor is wedged for this mask. */
+	if (adopted_mask(g, mask, &who)) {
+		for (uint32_t s = 0; s < g->n; s++)
+			trim[s] = who == g->me ? g->vc_trim[s]
+					       : row_elem(g, who, COL_TRIM, s);
+	} else {
+		for (uint32_t s = 0; s < g->n; s++) {
+			trim[s] = have[s];
+			for (uint32_t j = 0; j < g->n; j++)
+				if (j != g->me && !(mask >> j & 1) &&
+				    row_elem(g, j, COL_HAVE, s) < trim[s])
+					trim[s] = row_elem(g, j, COL_HAVE, s);
+		}
+	}
+	adopt(g, trim, mask);
+}
+
+static void follow(struct group *g, uint64_t mask, uint32_t leader)
+{
+	uint64_t trim[GROUP_CONFIG_MAX_MEMBERS];
+
+	if (row(g, leader, COL_TMASK) != mask + 1)
+		return;
+	for (uint32_t s = 0; s < g->n; s++)
+		trim[s] = row_elem(g, leader, COL_TRIM, s);
+	/* The trim and its mask land in one write; read the mask again so
+	 * the trim read is not older than it. */
+	if (row(g, leader, COL_TMASK) == mask + 1)
+		adopt(g, trim, mask);
+}
+
+bool group_view_pass(struct group *g, bool *work)
+{
+	uint32_t ch = (uint32_t)g->col[COL_HAVE];
+	uint32_t ctm = (uint32_t)g->col[COL_TMASK];
+	uint64_t have[GROUP_CONFIG_MAX_MEMBERS];
+	uint64_t mask = 0, amask;
+	uint32_t leader = UINT32_MAX, alive, base, who;
+	bool all = true;
+
+	if (atomic_load(&g->failed))
+		return true;
+	if (atomic_load(&g->quiet))
+		return false;
+	for (uint32_t j = 0; j < g->n; j++)
+		if (j != g->me && sst_suspected(g->t, j))
+			mask |= 1ull << j;
+	if (g->vc == VC_NONE && !mask)
+		return false;
+	if (g->vc == VC_INSTALL)
+		return true;
+	if (g->vc == VC_NONE)
+		wedge(g);
+	*work = true;
+	g->vc_mask = mask;
+	/* Majority of the view being replaced, or of the one a trim
+	 * already decided. */
+	amask = adopted_mask(g, mask, &who);
+	base = g->n - (uint32_t)__builtin_popcountll(amask);
+	alive = g->n - (uint32_t)__builtin_popcountll(mask);
+	if (alive * 2 <= base) {
+		char gone[256];
+
+		list_ranks(g, mask, gone, sizeof(gone));
+		group_fail(g, -ENOTCONN, "member %u: no majority: only %u of "
+			   "the %u members of view %" PRIu64 " are reachable "
+			   "(lost: %s); this member stops rather than go on "
+			   "without a majority", g->my_id, alive, base,
+			   g->vcfg.epoch, gone);
+		stop(g);
+		return true;
+	}
+	/* What I hold, and the mask I am wedged for. */
+	group_have(g, have);
+	for (uint32_t s = 0; s < g->n; s++)
+		sst_set_elem(g->t, ch, s, have[s]);
+	sst_set(g->t, (uint32_t)g->col[COL_ACK], mask + 1);
+	for (uint32_t j = 0; j < g->n && leader == UINT32_MAX; j++)
+		if (!(mask >> j & 1))
+			leader = j;
+	if (g->vc_tmask != mask) {
+		if (leader == g->me)
+			lead(g, mask, have);
+		else
+			follow(g, mask, leader);
+	}
+	sst_push_cols(g->t, ch, ctm - ch + 1);
+	if (g->vc_tmask != mask || atomic_load(&g->failed))
+		return true;
+	if (!g->vc_delivered) {
+		group_deliver_trim(g);
+		g->vc_delivered = true;
+		VDBG("trim delivered");
+	}
+	for (uint32_t j = 0; j < g->n; j++)
+		if (j != g->me && !(mask >> j & 1) &&
+		    row(g, j, COL_TMASK) != mask + 1)
+			all = false;
+	if (!all) {
+		static __thread uint64_t last2;
+		if (group_now_ms() - last2 > 500) { last2 = group_now_ms(); VDBG("waiting for all to adopt"); }
+		return true;
+	}
+	VDBG("all adopted");
+	/* Every survivor holds this trim: nobody will need another. */
+	g->vc = VC_INSTALL;
+	pthread_mutex_lock(&g->lock);
+	g->install_due = true;
+	pthread_cond_broadcast(&g->vcond);
+	pthread_mutex_unlock(&g->lock);
+	return true;
+}
+
+/* ---- installing the next view, on the view thread ---------------------------- */
+
+static void install(struct group *g)
+{
+	struct group_config nv = g->vcfg;
+	struct squall_error err = { 0 };
+	uint64_t mask = g->vc_tmask, end = 0, resent = 0;
+	struct group_resend *rs;
+	uint32_t n = 0;
+	int r;
+
+	for (uint32_t j = 0; j < g->n; j++) {
+		if (g->vc_trim[j] && (g->vc_trim[j] - 1) * g->n + j + 1 > end)
+			end = (g->vc_trim[j] - 1) * g->n + j + 1;
+		if (!(mask >> j & 1))
+			nv.members[n++] = g->vcfg.members[j];
+	}
+	nv.nmembers = n;
+	nv.epoch++;
+	nv.connect_timeout_ms = g->cfg.view_timeout_ms;
+	pthread_rwlock_wrlock(&g->epoch_lock);
+	group_epoch_teardown(g);
+	pthread_mutex_lock(&g->lock);
+	g->vcfg = nv;
+	g->seq_base += end;
+	pthread_mutex_unlock(&g->lock);
+	VDBG("install: torn down, building epoch %" PRIu64 " with %u", nv.epoch, n);
+	r = group_epoch_build(g, &err);
+	VDBG("install: built r=%d %s", r, err.msg);
+	while (!r && (rs = g->resend_head)) {
+		r = group_resend(g, rs, &err);
+		g->resend_head = rs->next;
+		free(rs);
+		resent++;
+	}
+	g->resend_tail = &g->resend_head;
+	atomic_fetch_add(&g->st_resent, resent);
+	if (r) {
+		group_fail(g, r, "member %u: installing view %" PRIu64 " failed: "
+			   "%s", g->my_id, nv.epoch, err.msg);
+		pthread_rwlock_unlock(&g->epoch_lock);
+		stop(g);
+		return;
+	}
+	atomic_store(&g->st_vc_ms, group_now_ms() - g->vc_start_ms);
+	VDBG("install: done, resent %" PRIu64, resent);
+	atomic_store(&g->wedged, false);
+	pthread_rwlock_unlock(&g->epoch_lock);
+	group_call_view(g);
+	atomic_store_explicit(&g->ready, true, memory_order_release);
+	sst_wake(g->t);
+	pthread_mutex_lock(&g->lock);
+	pthread_cond_broadcast(&g->room);
+	pthread_mutex_unlock(&g->lock);
+}
+
+static void *view_main(void *arg)
+{
+	struct group *g = arg;
+
+	group_view_self = g;
+	pthread_mutex_lock(&g->lock);
+	for (;;) {
+		while (!g->stopping && !atomic_load(&g->failed) &&
+		       !g->install_due)
+			pthread_cond_wait(&g->vcond, &g->lock);
+		if (g->stopping || atomic_load(&g->failed))
+			break;
+		g->install_due = false;
+		pthread_mutex_unlock(&g->lock);
+		install(g);
+		pthread_mutex_lock(&g->lock);
+	}
+	pthread_mutex_unlock(&g->lock);
+	return NULL;
+}
+
+int group_view_start(struct group *g, struct squall_error *err)
+{
+	int r = pthread_create(&g->view_thread, NULL, view_main, g);
+
+	if (r)
+		return squall_error_set(err, -r, "starting the view thread: %s",
+					strerror(r));
+	g->view_thread_on = true;
+	return 0;
+}
+
+void group_view_stop(struct group *g)
+{
+	if (!g->view_thread_on)
+		return;
+	pthread_mutex_lock(&g->lock);
+	g->stopping = true;
+	pthread_cond_broadcast(&g->vcond);
+	pthread_mutex_unlock(&g->lock);
+	pthread_join(g->view_thread, NULL);
+	g->view_thread_on = false;
+}
