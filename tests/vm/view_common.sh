@@ -51,11 +51,13 @@ start_members() {
 # stop_streaming NAME: every member still running stops sending and closes.
 stop_streaming() { touch "$OUT/$1.stop"; }
 
-# kill_member I: kill -9 member I and reap it; KILL_MS[I] is the time.
+# kill_member I: kill -9 member I and reap it (quietly: no job notice);
+# KILL_MS[I] is the time.
 kill_member() {
     kill -9 "${PID[$1]}"
     KILL_MS[$1]=$(now_ms)
-    finish "$1" 30
+    { wait "${PID[$1]}"; } 2>/dev/null
+    unset "PID[$1]"
 }
 
 # wait_line FILE REGEX SECS [PID]: wait until a line of FILE matches the
