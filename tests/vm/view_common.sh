@@ -10,7 +10,7 @@ CFG=${CFG:-$SRC/conf/local-$N.cfg}
 VM_MEMBER=${VM_MEMBER:-${BUILD:?BUILD must name the build folder}/tests/vm/view_member}
 [ -x "$VM_MEMBER" ] || { echo "FAIL: $VM_MEMBER is not built" >&2; exit 1; }
 SETS=${SETS:-}
-RATE=${RATE:-200}
+RATE=${RATE:-100}
 OUT=$(mktemp -d /tmp/squall-view-test.XXXXXX)
 . "$SRC/tests/vm/lib.sh"
 declare -A KILL_MS
@@ -54,7 +54,8 @@ stop_streaming() { touch "$OUT/$1.stop"; }
 # kill_member I: kill -9 member I and reap it (quietly: no job notice);
 # KILL_MS[I] is the time.
 kill_member() {
-    kill -9 "${PID[$1]}"
+    kill -9 "${PID[$1]}" 2>/dev/null ||
+        fail "member $1 had exited before it was to be killed: $(grep -h "^STOPPED" "$OUT"/*."$1".out)"
     KILL_MS[$1]=$(now_ms)
     { wait "${PID[$1]}"; } 2>/dev/null
     unset "PID[$1]"
@@ -95,6 +96,12 @@ wait_any() {
     done
 }
 
+# stop_note NAME I: why member I ended early, if it did (for fail).
+stop_note() {
+    kill -0 "${PID[$2]:-0}" 2>/dev/null && return
+    echo "; it exited: $(grep "^STOPPED" "$OUT/$1.$2.out" || echo "no STOPPED line")"
+}
+
 # wait_views NAME MEMBERS EPOCH SECS: every member in MEMBERS (ids,
 # space-separated) printed a VIEW with an epoch >= EPOCH.
 wait_views() {
@@ -103,7 +110,7 @@ wait_views() {
     [ "$3" -le 9 ] || fail "wait_views: epoch $3 is beyond what it matches"
     for i in $2; do
         wait_line "$OUT/$name.$i.out" "$re" "$4" "${PID[$i]:-}" ||
-            fail "$name: member $i installed no view with epoch >= $3 (waited up to $4 s; exited: $(kill -0 "${PID[$i]:-0}" 2>/dev/null && echo no || echo yes))"
+            fail "$name: member $i installed no view with epoch >= $3 within $4 s$(stop_note "$name" "$i")"
     done
 }
 
