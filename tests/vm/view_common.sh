@@ -27,18 +27,20 @@ fail() {
 now_ms() { date +%s%3N; }
 
 # start_members NAME ARGS...: member i (0..N-1) runs view_member --config
-# CFG --id i, the SETS, --rate RATE, --stop-file OUT/NAME.stop and ARGS,
-# output in OUT/NAME.i.out and .err; returns once every member printed
-# READY (fails after 180 s). Members stream until stop_streaming NAME
-# (or their --secs, 600 unless ARGS say otherwise).
+# CFG --id i, the SETS, --rate RATE, --stop-file OUT/NAME.stop, ARGS and
+# the words of ${EXTRA[i]}, output in OUT/NAME.i.out and .err; returns
+# once every member printed READY (fails after 180 s). Members stream
+# until stop_streaming NAME (or their --secs, 600 unless ARGS say
+# otherwise).
 start_members() {
     local name=$1 i s set_args=()
     shift
     for s in $SETS; do set_args+=(--set "$s"); done
     rm -f "$OUT/$name.stop"
     for i in $(seq 0 $((N - 1))); do
+        # shellcheck disable=SC2086
         "$VM_MEMBER" --config "$CFG" --id "$i" "${set_args[@]}" \
-            --rate "$RATE" --secs 600 --stop-file "$OUT/$name.stop" "$@" \
+            --rate "$RATE" --secs 600 --stop-file "$OUT/$name.stop" "$@" ${EXTRA[$i]:-} \
             >"$OUT/$name.$i.out" 2>"$OUT/$name.$i.err" &
         PID[$i]=$!
     done
@@ -59,6 +61,16 @@ kill_member() {
     KILL_MS[$1]=$(now_ms)
     { wait "${PID[$1]}"; } 2>/dev/null
     unset "PID[$1]"
+}
+
+# reap_member NAME I: member I killed itself (view_member --die-*): reap it
+# quietly and take the time of its DYING line as KILL_MS[I].
+reap_member() {
+    local name=$1
+    shift
+    { wait "${PID[$1]}"; } 2>/dev/null
+    unset "PID[$1]"
+    KILL_MS[$1]=$(val "$OUT/$name.$1.out" "DYING " wall_ms)
 }
 
 # wait_line FILE REGEX SECS [PID]: wait until a line of FILE matches the

@@ -5,6 +5,10 @@
  * Every member streams ordered messages at --rate per second for --secs
  * seconds (or until --stop-file exists), while the script kills or stops
  * members under it; then it closes the group and says what it delivered.
+ * A member can also kill itself (SIGKILL, as kill -9 would) at a precise
+ * moment: --die-after-ms M after it is ready, or --die-on-commit K as
+ * soon as it sees the K-th ragged trim agreed, i.e. in the middle of a
+ * view change, which a script polling the output would often miss.
  * Each message is {sender, pad, counter, len, checksum of the rest} plus
  * bytes pseudo-random from (sender, counter), so every byte is checked on
  * delivery, and each sender's counters must arrive exactly in order: a
@@ -17,6 +21,7 @@
  *   FAILURE member=I failed=J wall_ms=T why=...
  *   COMMIT member=I n=K wall_ms=T          (group_stats commits went up)
  *   STOPPED member=I code=C why=...        (the group stopped, once)
+ *   DYING member=I wall_ms=T why=...       (just before it kills itself)
  *   EPOCH member=I epoch=E count=C hash=H  (at the end, per epoch)
  *   FROM member=I sender=J count=C         (per member of the first view)
  *   STATS member=I epoch=E wedges=W commits=C resent=R
@@ -32,6 +37,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -67,6 +73,9 @@ struct member {
 	unsigned nsizes;
 	unsigned rate, secs;
 	const char *stop_file;
+	unsigned die_after_ms;    /* 0: never */
+	uint64_t die_on_commit;   /* 0: never */
+	uint64_t ready_ns;
 
 	/* delivery side: the progress thread writes these, main reads them
 	 * after group_close() has joined it */
@@ -267,8 +276,17 @@ static void say_stopped(struct member *m, int code, const char *why)
 		say(m, "STOPPED member=%u code=%d why=%s\n", m->id, code, why);
 }
 
+/* Die as kill -9 would, saying so first (the wall clock of the line is
+ * the kill time). */
+static void die_now(struct member *m, const char *why)
+{
+	say(m, "DYING member=%u wall_ms=%" PRIu64 " why=%s\n", m->id,
+	    wall_ms(), why);
+	raise(SIGKILL);
+}
+
 /* Polls the group every 2 ms: a COMMIT line each time a ragged trim is
- * agreed, a STOPPED line when the group stops. */
+ * agreed, a STOPPED line when the group stops; dies when told to. */
 static void *watcher(void *arg)
 {
 	struct member *m = arg;
@@ -285,7 +303,12 @@ static void *watcher(void *arg)
 			commits = st.commits;
 			say(m, "COMMIT member=%u n=%" PRIu64 " wall_ms=%" PRIu64
 			    "\n", m->id, commits, wall_ms());
+			if (m->die_on_commit && commits >= m->die_on_commit)
+				die_now(m, "--die-on-commit");
 		}
+		if (m->die_after_ms && now_ns() >= m->ready_ns +
+		    (uint64_t)m->die_after_ms * 1000000ull)
+			die_now(m, "--die-after-ms");
 		r = group_status(m->g, &err);
 		if (r)
 			say_stopped(m, r, err.msg);
@@ -375,7 +398,8 @@ static int stream(struct member *m)
 static void usage(void)
 {
 	fprintf(stderr, "usage: view_member --config CFG --id N [--set k=v]... "
-		"[--secs S] [--stop-file F] [--sizes B,..] [--rate N]\n");
+		"[--secs S] [--stop-file F] [--sizes B,..] [--rate N] "
+		"[--die-after-ms M] [--die-on-commit K]\n");
 }
 
 int main(int argc, char **argv)
@@ -388,6 +412,8 @@ int main(int argc, char **argv)
 		{ "stop-file", required_argument, 0, 'f' },
 		{ "sizes", required_argument, 0, 'z' },
 		{ "rate", required_argument, 0, 'r' },
+		{ "die-after-ms", required_argument, 0, 'd' },
+		{ "die-on-commit", required_argument, 0, 'k' },
 		{ 0, 0, 0, 0 },
 	};
 	static const size_t def_sizes[] = { 64, 1000, 4000, 200000, 8000 };
@@ -416,6 +442,8 @@ int main(int argc, char **argv)
 		case 't': m->secs = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'f': m->stop_file = optarg; break;
 		case 'r': m->rate = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'd': m->die_after_ms = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'k': m->die_on_commit = strtoull(optarg, NULL, 0); break;
 		case 'z':
 			for (char *t = strtok(optarg, ","); t && m->nsizes < MAX_SIZES;
 			     t = strtok(NULL, ","))
@@ -450,6 +478,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	say(m, "READY member=%u\n", m->id);
+	m->ready_ns = now_ns();
 	pthread_create(&w, NULL, watcher, m);
 	rc = stream(m);
 
