@@ -13,6 +13,7 @@ SETS=${SETS:-}
 RATE=${RATE:-100}
 OUT=$(mktemp -d /tmp/squall-view-test.XXXXXX)
 . "$SRC/tests/vm/lib.sh"
+# Kill times (ms) by member id, for the callers.
 declare -A KILL_MS
 
 fail() {
@@ -70,6 +71,7 @@ reap_member() {
     shift
     { wait "${PID[$1]}"; } 2>/dev/null
     unset "PID[$1]"
+    # shellcheck disable=SC2034
     KILL_MS[$1]=$(val "$OUT/$name.$1.out" "DYING " wall_ms)
 }
 
@@ -177,7 +179,7 @@ measure_survivors() {
         for j in $surv; do
             sent=$(val0 "$OUT/$name.$j.out" RESULT sent)
             from=$(val0 "$f" "FROM member=$i sender=$j " count)
-            [ "$from" -ge "$sent" ] || LOST=$((LOST + sent - $from))
+            [ "$from" -ge "$sent" ] || LOST=$((LOST + sent - from))
         done
     done
 }
@@ -210,8 +212,9 @@ check_survivors() {
         [ "$last" = "$members" ] ||
             fail "$name: member $i's last view has members $last, not $members"
     done
-    epochs=$(cat $(for i in $surv; do echo "$OUT/$name.$i.out"; done) |
-        sed -n 's/^EPOCH .* epoch=\([0-9]*\) .*/\1/p' | sort -nu)
+    epochs=$(for i in $surv; do
+        sed -n 's/^EPOCH .* epoch=\([0-9]*\) .*/\1/p' "$OUT/$name.$i.out"
+    done | sort -nu)
     for e in $epochs; do
         ref=
         for i in $surv; do
@@ -229,7 +232,7 @@ check_survivors() {
             local sent from
             sent=$(val "$OUT/$name.$j.out" RESULT sent)
             from=$(val "$OUT/$name.$i.out" "FROM member=$i sender=$j " count)
-            [ -n "$sent" ] && [ "$from" = "$sent" ] ||
+            { [ -n "$sent" ] && [ "$from" = "$sent" ]; } ||
                 fail "$name: member $i delivered $from of the $sent messages live member $j sent"
         done
         for j in $dead; do
