@@ -1,0 +1,258 @@
+# Sourced by the view-change VM tests (view_*.sh) and bench/membership.sh:
+# start view_member for every member of a conf/ group file, kill or stop
+# some of them while all stream, wait for lines in their output, and check
+# what the survivors printed (see tests/vm/view_member.c for the lines).
+# Callers set N (members) and optionally CFG, SETS (--set strings) and
+# RATE (messages/s per member).
+set -u
+N=${N:?N must be set}
+CFG=${CFG:-$SRC/conf/local-$N.cfg}
+VM_MEMBER=${VM_MEMBER:-${BUILD:?BUILD must name the build folder}/tests/vm/view_member}
+[ -x "$VM_MEMBER" ] || { echo "FAIL: $VM_MEMBER is not built" >&2; exit 1; }
+SETS=${SETS:-}
+RATE=${RATE:-100}
+OUT=$(mktemp -d /tmp/squall-view-test.XXXXXX)
+. "$SRC/tests/vm/lib.sh"
+# Kill times (ms) by member id, for the callers.
+declare -A KILL_MS
+
+fail() {
+    echo "FAIL: $*"
+    for f in "$OUT"/*.out; do
+        [ -e "$f" ] || continue
+        echo "--- $f"; cat "$f"; echo "--- ${f%.out}.err"; cat "${f%.out}.err"
+    done
+    exit 1
+}
+
+now_ms() { date +%s%3N; }
+
+# start_members NAME ARGS...: member i (0..N-1) runs view_member --config
+# CFG --id i, the SETS, --rate RATE, --stop-file OUT/NAME.stop, ARGS and
+# the words of ${EXTRA[i]}, output in OUT/NAME.i.out and .err; returns
+# once every member printed READY (fails after 180 s). Members stream
+# until stop_streaming NAME (or their --secs, 600 unless ARGS say
+# otherwise).
+start_members() {
+    local name=$1 i s set_args=()
+    shift
+    for s in $SETS; do set_args+=(--set "$s"); done
+    rm -f "$OUT/$name.stop"
+    for i in $(seq 0 $((N - 1))); do
+        # shellcheck disable=SC2086
+        "$VM_MEMBER" --config "$CFG" --id "$i" "${set_args[@]}" \
+            --rate "$RATE" --secs 600 --stop-file "$OUT/$name.stop" "$@" ${EXTRA[$i]:-} \
+            >"$OUT/$name.$i.out" 2>"$OUT/$name.$i.err" &
+        PID[$i]=$!
+    done
+    for i in $(seq 0 $((N - 1))); do
+        wait_line "$OUT/$name.$i.out" "^READY member=$i\$" 180 "${PID[$i]}" ||
+            fail "$name: member $i did not start within 180 s"
+    done
+}
+
+# stop_streaming NAME: every member still running stops sending and closes.
+stop_streaming() { touch "$OUT/$1.stop"; }
+
+# kill_member I: kill -9 member I and reap it (quietly: no job notice);
+# KILL_MS[I] is the time.
+kill_member() {
+    kill -9 "${PID[$1]}" 2>/dev/null ||
+        fail "member $1 had exited before it was to be killed: $(grep -h "^STOPPED" "$OUT"/*."$1".out)"
+    KILL_MS[$1]=$(now_ms)
+    { wait "${PID[$1]}"; } 2>/dev/null
+    unset "PID[$1]"
+}
+
+# reap_member NAME I: member I killed itself (view_member --die-*): reap it
+# quietly and take the time of its DYING line as KILL_MS[I].
+reap_member() {
+    local name=$1
+    shift
+    { wait "${PID[$1]}"; } 2>/dev/null
+    unset "PID[$1]"
+    # shellcheck disable=SC2034
+    KILL_MS[$1]=$(val "$OUT/$name.$1.out" "DYING " wall_ms)
+}
+
+# wait_line FILE REGEX SECS [PID]: wait until a line of FILE matches the
+# extended REGEX; 1 after SECS seconds without one (wall clock: a loop
+# count would stretch under a slow emulated CPU), or at once when process
+# PID (the member writing FILE) has exited without printing it.
+wait_line() {
+    local file=$1 re=$2 pid=${4:-} end=$((SECONDS + $3))
+    until grep -Eq "$re" "$file" 2>/dev/null; do
+        if [ "$SECONDS" -ge "$end" ]; then return 1; fi
+        if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
+            grep -Eq "$re" "$file" 2>/dev/null
+            return
+        fi
+        sleep 0.1
+    done
+}
+
+# wait_any REGEX SECS PIDS FILE...: as wait_line, for a line in any of
+# the FILEs, looking every 20 ms (to act while a view change is under
+# way); 1 at once when none of PIDS (space-separated) runs any more.
+# Prints the first matching line.
+wait_any() {
+    local re=$1 end=$((SECONDS + $2)) pids=$3 p alive
+    shift 3
+    until grep -Ehs "$re" "$@" | head -n1 | grep .; do
+        [ "$SECONDS" -lt "$end" ] || return 1
+        alive=0
+        for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
+        if [ "$alive" = 0 ]; then
+            grep -Ehs "$re" "$@" | head -n1 | grep .
+            return
+        fi
+        sleep 0.02
+    done
+}
+
+# stop_note NAME I: why member I ended early, if it did (for fail).
+stop_note() {
+    kill -0 "${PID[$2]:-0}" 2>/dev/null && return
+    echo "; it exited: $(grep "^STOPPED" "$OUT/$1.$2.out" || echo "no STOPPED line")"
+}
+
+# wait_views NAME MEMBERS EPOCH SECS: every member in MEMBERS (ids,
+# space-separated) printed a VIEW with an epoch >= EPOCH.
+wait_views() {
+    local name=$1 i re
+    re="^VIEW member=[0-9]+ epoch=([1-9][0-9]+|[$3-9]) "
+    [ "$3" -le 9 ] || fail "wait_views: epoch $3 is beyond what it matches"
+    for i in $2; do
+        wait_line "$OUT/$name.$i.out" "$re" "$4" "${PID[$i]:-}" ||
+            fail "$name: member $i installed no view with epoch >= $3 within $4 s$(stop_note "$name" "$i")"
+    done
+}
+
+# finish_members NAME MEMBERS SECS STATUS: each of MEMBERS exits within
+# SECS with STATUS.
+finish_members() {
+    local name=$1 i
+    for i in $2; do
+        finish "$i" "$3"
+        [ "$RC" = "$4" ] || fail "$name: member $i exited with status $RC, not $4"
+    done
+}
+
+# val FILE PREFIX KEY: KEY= of the first line of FILE starting with PREFIX.
+val() {
+    grep -E "^$2" "$1" | head -n1 | sed -n "s/.* $3=\([^ ]*\).*/\1/p"
+}
+
+# val0 FILE PREFIX KEY: val, 0 when there is no such line (a member that
+# died before its result adds nothing to the sums below).
+val0() {
+    local v
+    v=$(val "$@")
+    echo "${v:-0}"
+}
+
+# first_view_ms FILE EPOCH: wall_ms of the first VIEW with epoch >= EPOCH.
+first_view_ms() {
+    awk -v e="$2" '/^VIEW / {
+        for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
+        if (f["epoch"] + 0 >= e + 0) { print f["wall_ms"]; exit }
+    }' "$1"
+}
+
+# measure_survivors NAME SURVIVORS DEAD SINCE_MS: the figures of a run,
+# without judging them. VIEW_MS: the longest time from SINCE_MS until a
+# survivor installed its first view with epoch >= 1 (empty when one never
+# did); LOST: messages of live senders that some survivor did not deliver,
+# summed over survivors; DUPS, GAPS, BAD: summed over survivors.
+measure_survivors() {
+    local name=$1 surv=$2 since=$4 i j sent from t
+    VIEW_MS=0 LOST=0 DUPS=0 GAPS=0 BAD=0
+    for i in $surv; do
+        local f=$OUT/$name.$i.out
+        t=$(first_view_ms "$f" 1)
+        if [ -z "$t" ]; then VIEW_MS=; elif [ -n "$VIEW_MS" ] && [ $((t - since)) -gt "$VIEW_MS" ]; then
+            VIEW_MS=$((t - since))
+        fi
+        DUPS=$((DUPS + $(val0 "$f" RESULT dup)))
+        GAPS=$((GAPS + $(val0 "$f" RESULT gap)))
+        BAD=$((BAD + $(val0 "$f" RESULT bad)))
+        for j in $surv; do
+            sent=$(val0 "$OUT/$name.$j.out" RESULT sent)
+            from=$(val0 "$f" "FROM member=$i sender=$j " count)
+            [ "$from" -ge "$sent" ] || LOST=$((LOST + sent - from))
+        done
+    done
+}
+
+# check_survivors NAME SURVIVORS DEAD MEMBERS SINCE_MS [BOUND_MS]: the
+# survivors (ids, space-separated; they have exited) agree and lost
+# nothing:
+#  - each printed its RESULT with bad=0 dup=0 gap=0;
+#  - per epoch, every survivor delivered the same messages in the same
+#    order (same count and hash; an epoch a survivor never saw counts as
+#    0 deliveries);
+#  - every survivor delivered every message every survivor sent (FROM
+#    count = the sender's sent=), and the same number from each member
+#    in DEAD;
+#  - every survivor's last view has the members MEMBERS (e.g. 0,1,3).
+# With DEAD not empty, prints the view-change time (SINCE_MS until the
+# last survivor installed a view with epoch >= 1), which must be under
+# BOUND_MS when given.
+check_survivors() {
+    local name=$1 surv=$2 dead=$3 members=$4 since=$5 bound=${6:-} i j e
+    local first=${surv%% *} epochs ref got n0 last k
+    for i in $surv; do
+        local f=$OUT/$name.$i.out
+        grep -q "^RESULT member=$i " "$f" || fail "$name: member $i printed no result"
+        for k in bad dup gap; do
+            [ "$(val "$f" RESULT $k)" = 0 ] ||
+                fail "$name: member $i: $k=$(val "$f" RESULT $k) (see its .err)"
+        done
+        last=$(grep "^VIEW " "$f" | tail -n1 | sed -n 's/.* members=\([^ ]*\).*/\1/p')
+        [ "$last" = "$members" ] ||
+            fail "$name: member $i's last view has members $last, not $members"
+    done
+    epochs=$(for i in $surv; do
+        sed -n 's/^EPOCH .* epoch=\([0-9]*\) .*/\1/p' "$OUT/$name.$i.out"
+    done | sort -nu)
+    for e in $epochs; do
+        ref=
+        for i in $surv; do
+            got=$(grep "^EPOCH member=$i epoch=$e " "$OUT/$name.$i.out" |
+                sed 's/.* count=\([0-9]*\) hash=\([0-9a-f]*\).*/\1 \2/')
+            case "$got" in ""|"0 "*) got=0 ;; esac
+            if [ -z "$ref" ]; then ref=$got; n0=$i; continue; fi
+            [ "$got" = "$ref" ] ||
+                fail "$name: epoch $e: member $i delivered (count hash) '$got', member $n0 '$ref'"
+        done
+        echo "ok: $name: epoch $e: survivors $surv delivered the same ${ref%% *} messages in one order (hash ${ref#* })"
+    done
+    for i in $surv; do
+        for j in $surv; do
+            local sent from
+            sent=$(val "$OUT/$name.$j.out" RESULT sent)
+            from=$(val "$OUT/$name.$i.out" "FROM member=$i sender=$j " count)
+            { [ -n "$sent" ] && [ "$from" = "$sent" ]; } ||
+                fail "$name: member $i delivered $from of the $sent messages live member $j sent"
+        done
+        for j in $dead; do
+            from=$(val "$OUT/$name.$i.out" "FROM member=$i sender=$j " count)
+            ref=$(val "$OUT/$name.$first.out" "FROM member=$first sender=$j " count)
+            [ "$from" = "$ref" ] ||
+                fail "$name: dead member $j: member $i delivered $from of its messages, member $first $ref"
+        done
+    done
+    echo "ok: $name: no message of a live sender lost or repeated, every byte checked;" \
+        "sent: $(for j in $surv; do echo -n "$j:$(val "$OUT/$name.$j.out" RESULT sent) "; done)"
+    for j in $dead; do
+        echo "ok: $name: dead member $j: every survivor delivered the same $(val "$OUT/$name.$first.out" "FROM member=$first sender=$j " count) of its messages"
+    done
+    [ -n "$dead" ] || return 0
+    measure_survivors "$name" "$surv" "$dead" "$since"
+    [ -n "$VIEW_MS" ] || fail "$name: a survivor installed no view with epoch >= 1"
+    echo "ok: $name: view change: kill to the last survivor's new view $VIEW_MS ms" \
+        "(per survivor: $(for i in $surv; do echo -n "$i:$(( $(first_view_ms "$OUT/$name.$i.out" 1) - since )) "; done)ms;" \
+        "stats last_view_change_ms: $(for i in $surv; do echo -n "$i:$(val "$OUT/$name.$i.out" RESULT view_change_ms) "; done))"
+    [ -z "$bound" ] || [ "$VIEW_MS" -le "$bound" ] ||
+        fail "$name: the view change took $VIEW_MS ms, over the bound of $bound ms"
+}

@@ -1,0 +1,517 @@
+/*
+ * view_member - one member of a view-change test run (tests/vm/view_*.sh,
+ * bench/membership.sh).
+ *
+ * Every member streams ordered messages at --rate per second for --secs
+ * seconds (or until --stop-file exists), while the script kills or stops
+ * members under it; then it closes the group and says what it delivered.
+ * A member can also kill itself (SIGKILL, as kill -9 would) at a precise
+ * moment: --die-after-ms M after it is ready, or --die-on-commit K as
+ * soon as it sees the K-th ragged trim agreed, i.e. in the middle of a
+ * view change, which a script polling the output would often miss.
+ * Each message is {sender, pad, counter, len, checksum of the rest} plus
+ * bytes pseudo-random from (sender, counter), so every byte is checked on
+ * delivery, and each sender's counters must arrive exactly in order: a
+ * counter below the next expected one is a duplicate, one above it a gap.
+ * Deliveries are hashed per epoch over (sender, counter, seq), so members
+ * that agree on each view's deliveries print the same hashes. Lines:
+ *
+ *   READY member=I
+ *   VIEW member=I epoch=E members=a,b,c wall_ms=T
+ *   FAILURE member=I failed=J wall_ms=T why=...
+ *   COMMIT member=I n=K wall_ms=T          (group_stats commits went up)
+ *   STOPPED member=I code=C why=...        (the group stopped, once)
+ *   DYING member=I wall_ms=T why=...       (just before it kills itself)
+ *   EPOCH member=I epoch=E count=C hash=H  (at the end, per epoch)
+ *   FROM member=I sender=J count=C         (per member of the first view)
+ *   STATS member=I epoch=E wedges=W commits=C resent=R
+ *   RESULT member=I sent=S delivered=D bad=B dup=X gap=Y epochs=N
+ *          view_change_ms=L
+ *
+ * wall_ms is CLOCK_REALTIME in milliseconds, the clock `date +%s%3N`
+ * reads in the scripts. Exit status: 0 when nothing was damaged,
+ * duplicated or missing and group_close() returned 0; 3 when the group
+ * stopped (STOPPED was printed); 1 otherwise.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <squall/group.h>
+
+#define MAX_SIZES 16
+#define MAX_SETS 8
+#define MAX_IDS 64      /* member ids this program tracks: 0..63 */
+#define MAX_EPOCHS 64
+#define MAX_COMPLAINTS 20
+
+struct hdr {
+	uint32_t sender;
+	uint32_t pad;
+	uint64_t counter;
+	uint64_t len;
+	uint64_t sum;
+};
+
+struct epoch_rec {
+	uint64_t epoch, count, hash;
+};
+
+struct member {
+	struct group *g;
+	uint32_t id;
+	size_t sizes[MAX_SIZES];
+	unsigned nsizes;
+	unsigned rate, secs;
+	const char *stop_file;
+	unsigned die_after_ms;    /* 0: never */
+	uint64_t die_on_commit;   /* 0: never */
+	uint64_t ready_ns;
+
+	/* delivery side: the progress thread writes these, main reads them
+	 * after group_close() has joined it */
+	uint64_t next[MAX_IDS];
+	uint64_t delivered, bad, dup, gap, last_seq, complaints;
+	bool have_seq;
+	struct epoch_rec ep[MAX_EPOCHS];
+	unsigned nep, cur;
+	uint32_t ids[MAX_IDS];    /* the first view's members */
+	uint32_t nids;
+
+	/* sending side */
+	uint64_t sent;
+
+	atomic_bool stopped;      /* STOPPED printed */
+	atomic_bool watch_done;   /* the watcher should return */
+	pthread_mutex_t out;      /* one line at a time on stdout */
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	return x ^ (x >> 33);
+}
+
+/* Print one line and flush it at once: the scripts watch the files as the
+ * members run, and a member killed with -9 loses what it had buffered. */
+static void say(struct member *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void say(struct member *m, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&m->out);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+	pthread_mutex_unlock(&m->out);
+}
+
+/* Fill (write) or read the bytes after the header; returns their
+ * checksum. Eight bytes at a time for speed; every byte is covered. */
+static uint64_t fill_sum(uint8_t *p, size_t len, uint32_t sender,
+			 uint64_t counter, bool write)
+{
+	uint64_t s = mix((uint64_t)sender << 40 ^ counter);
+	uint64_t h = 0xcbf29ce484222325ull;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w;
+
+		s = mix(s + i);
+		if (write)
+			memcpy(p + i, &s, 8);
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * 0x100000001b3ull;
+	}
+	for (; i < len; i++) {
+		if (write)
+			p[i] = (uint8_t)(s >> (8 * (i % 8)));
+		h = (h ^ p[i]) * 0x100000001b3ull;
+	}
+	return h;
+}
+
+static void complain(struct member *m, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void complain(struct member *m, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (m->complaints++ >= MAX_COMPLAINTS)
+		return;
+	fprintf(stderr, "view_member %u: ", m->id);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* The record of epoch e, made when first seen. */
+static unsigned epoch_slot(struct member *m, uint64_t e)
+{
+	for (unsigned i = 0; i < m->nep; i++)
+		if (m->ep[i].epoch == e)
+			return i;
+	if (m->nep == MAX_EPOCHS) {
+		complain(m, "more than %d epochs", MAX_EPOCHS);
+		m->bad++;
+		return m->nep - 1;
+	}
+	m->ep[m->nep] = (struct epoch_rec){ e, 0, 0x9e3779b97f4a7c15ull };
+	return m->nep++;
+}
+
+static bool deliver(void *ctx, uint32_t sender, uint64_t seq,
+		    const struct buf_desc *d)
+{
+	struct member *m = ctx;
+	struct epoch_rec *e = &m->ep[m->cur];
+	struct hdr h;
+
+	m->delivered++;
+	if (m->have_seq && seq <= m->last_seq) {
+		complain(m, "seq %" PRIu64 " after %" PRIu64, seq, m->last_seq);
+		m->bad++;
+	}
+	m->have_seq = true;
+	m->last_seq = seq;
+	if (d->len < sizeof(h)) {
+		complain(m, "seq %" PRIu64 " from %u: %zu bytes, no header", seq,
+			 sender, d->len);
+		m->bad++;
+		return false;
+	}
+	memcpy(&h, d->ptr, sizeof(h));
+	if (h.sender != sender || h.len != d->len || sender >= MAX_IDS) {
+		complain(m, "seq %" PRIu64 " from %u: header says sender %u, "
+			 "%" PRIu64 " bytes; %zu delivered", seq, sender,
+			 h.sender, h.len, d->len);
+		m->bad++;
+		return false;
+	}
+	if (h.sum != fill_sum((uint8_t *)d->ptr + sizeof(h),
+			      d->len - sizeof(h), sender, h.counter, false)) {
+		complain(m, "seq %" PRIu64 " from %u counter %" PRIu64
+			 ": damaged bytes", seq, sender, h.counter);
+		m->bad++;
+	}
+	if (h.counter < m->next[sender]) {
+		complain(m, "from %u: counter %" PRIu64 " again (next %" PRIu64
+			 ")", sender, h.counter, m->next[sender]);
+		m->dup++;
+	} else {
+		if (h.counter > m->next[sender]) {
+			complain(m, "from %u: counter %" PRIu64 " but %" PRIu64
+				 " expected", sender, h.counter,
+				 m->next[sender]);
+			m->gap++;
+		}
+		m->next[sender] = h.counter + 1;
+	}
+	e->count++;
+	e->hash = mix(e->hash ^ ((uint64_t)sender << 48 ^ h.counter));
+	e->hash = mix(e->hash ^ seq);
+	return false;
+}
+
+static void on_view(void *ctx, const struct group_view *v)
+{
+	struct member *m = ctx;
+	char list[MAX_IDS * 12] = "";
+	size_t at = 0;
+
+	for (uint32_t i = 0; i < v->nmembers && at < sizeof(list); i++)
+		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s%u",
+				       i ? "," : "", v->members[i]);
+	if (!m->nids)
+		for (uint32_t i = 0; i < v->nmembers && i < MAX_IDS; i++)
+			m->ids[m->nids++] = v->members[i];
+	m->cur = epoch_slot(m, v->epoch);
+	say(m, "VIEW member=%u epoch=%" PRIu64 " members=%s wall_ms=%" PRIu64
+	    "\n", m->id, v->epoch, list, wall_ms());
+}
+
+static void on_failure(void *ctx, uint32_t member, const char *why)
+{
+	struct member *m = ctx;
+
+	say(m, "FAILURE member=%u failed=%u wall_ms=%" PRIu64 " why=%s\n",
+	    m->id, member, wall_ms(), why);
+}
+
+static void say_stopped(struct member *m, int code, const char *why)
+{
+	if (!atomic_exchange(&m->stopped, true))
+		say(m, "STOPPED member=%u code=%d why=%s\n", m->id, code, why);
+}
+
+/* Die as kill -9 would, saying so first (the wall clock of the line is
+ * the kill time). */
+static void die_now(struct member *m, const char *why)
+{
+	say(m, "DYING member=%u wall_ms=%" PRIu64 " why=%s\n", m->id,
+	    wall_ms(), why);
+	raise(SIGKILL);
+}
+
+/* Polls the group every 2 ms: a COMMIT line each time a ragged trim is
+ * agreed, a STOPPED line when the group stops; dies when told to. */
+static void *watcher(void *arg)
+{
+	struct member *m = arg;
+	struct timespec nap = { 0, 2000000 };
+	uint64_t commits = 0;
+
+	while (!atomic_load(&m->watch_done)) {
+		struct group_stats st;
+		struct squall_error err;
+		int r;
+
+		group_stats(m->g, &st);
+		if (st.commits > commits) {
+			commits = st.commits;
+			say(m, "COMMIT member=%u n=%" PRIu64 " wall_ms=%" PRIu64
+			    "\n", m->id, commits, wall_ms());
+			if (m->die_on_commit && commits >= m->die_on_commit)
+				die_now(m, "--die-on-commit");
+		}
+		if (m->die_after_ms && now_ns() >= m->ready_ns +
+		    (uint64_t)m->die_after_ms * 1000000ull)
+			die_now(m, "--die-after-ms");
+		r = group_status(m->g, &err);
+		if (r)
+			say_stopped(m, r, err.msg);
+		nanosleep(&nap, NULL);
+	}
+	return NULL;
+}
+
+static bool keep_sending(struct member *m, uint64_t end_ns)
+{
+	if (atomic_load(&m->stopped) || now_ns() >= end_ns)
+		return false;
+	return !m->stop_file || access(m->stop_file, F_OK) != 0;
+}
+
+/* Lease, fill and send one message; 0, or the send's error. */
+static int send_one(struct member *m, uint64_t counter)
+{
+	struct alloc *a = group_get_allocator(m->g);
+	size_t len = m->sizes[counter % m->nsizes];
+	struct squall_error err;
+	struct buf_desc d;
+	struct hdr h;
+	int r;
+
+	if (len < sizeof(h))
+		len = sizeof(h);
+	/* The region fills while the group is wedged; wait in short steps
+	 * so that a stopped group is noticed. */
+	while ((r = alloc_lease_wait(a, 1, &len, &d, 1000)) == -ENOMEM) {
+		if (atomic_load(&m->stopped))
+			return -ENOTCONN;
+	}
+	if (r) {
+		fprintf(stderr, "view_member %u: lease %zu: %s\n", m->id, len,
+			strerror(-r));
+		return r;
+	}
+	h = (struct hdr){ .sender = m->id, .counter = counter, .len = len };
+	h.sum = fill_sum((uint8_t *)d.ptr + sizeof(h), len - sizeof(h), m->id,
+			 counter, true);
+	memcpy(d.ptr, &h, sizeof(h));
+	r = group_ordered_send(m->g, &d, &err);
+	if (r) {
+		/* Not sent: the buffer is ours to give back (an error here
+		 * only says the group kept it). */
+		alloc_release(a, &d);
+		if (r == -ENOTCONN)
+			say_stopped(m, r, err.msg);
+		else
+			fprintf(stderr, "view_member %u: send %" PRIu64 ": %s\n",
+				m->id, counter, err.msg);
+	}
+	return r;
+}
+
+/* Send at m->rate per second until time is up, the stop file appears or
+ * the group stops. After a stall (a wedge) the schedule restarts instead
+ * of bursting to catch up. */
+static int stream(struct member *m)
+{
+	uint64_t period = 1000000000ull / m->rate, start = now_ns();
+	uint64_t end = start + (uint64_t)m->secs * 1000000000ull, due = start;
+
+	while (keep_sending(m, end)) {
+		uint64_t t = now_ns();
+		int r;
+
+		if (t < due) {
+			struct timespec ts = { 0, (long)(due - t) };
+
+			nanosleep(&ts, NULL);
+		} else if (t > due + 100000000ull) {
+			due = t;
+		}
+		r = send_one(m, m->sent);
+		if (r == -ENOTCONN)
+			return 0;
+		if (r)
+			return r;
+		m->sent++;
+		due += period;
+	}
+	return 0;
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: view_member --config CFG --id N [--set k=v]... "
+		"[--secs S] [--stop-file F] [--sizes B,..] [--rate N] "
+		"[--die-after-ms M] [--die-on-commit K]\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lo[] = {
+		{ "config", required_argument, 0, 'c' },
+		{ "id", required_argument, 0, 'i' },
+		{ "set", required_argument, 0, 's' },
+		{ "secs", required_argument, 0, 't' },
+		{ "stop-file", required_argument, 0, 'f' },
+		{ "sizes", required_argument, 0, 'z' },
+		{ "rate", required_argument, 0, 'r' },
+		{ "die-after-ms", required_argument, 0, 'd' },
+		{ "die-on-commit", required_argument, 0, 'k' },
+		{ 0, 0, 0, 0 },
+	};
+	static const size_t def_sizes[] = { 64, 1000, 4000, 200000, 8000 };
+	struct member *m = calloc(1, sizeof(*m));
+	struct group_config *cfg = calloc(1, sizeof(*cfg));
+	struct group_callbacks cb = { .deliver = deliver, .view = on_view,
+				      .failure = on_failure };
+	const char *cfg_path = NULL, *id = NULL, *sets[MAX_SETS];
+	size_t nsets = 0;
+	struct squall_error err;
+	struct group_stats st;
+	pthread_t w;
+	long my_id;
+	int c, r, rc;
+
+	if (!m || !cfg)
+		return 1;
+	pthread_mutex_init(&m->out, NULL);
+	m->rate = 200;
+	m->secs = 10;
+	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
+		switch (c) {
+		case 'c': cfg_path = optarg; break;
+		case 'i': id = optarg; break;
+		case 's': if (nsets < MAX_SETS) sets[nsets++] = optarg; break;
+		case 't': m->secs = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'f': m->stop_file = optarg; break;
+		case 'r': m->rate = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'd': m->die_after_ms = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'k': m->die_on_commit = strtoull(optarg, NULL, 0); break;
+		case 'z':
+			for (char *t = strtok(optarg, ","); t && m->nsizes < MAX_SIZES;
+			     t = strtok(NULL, ","))
+				m->sizes[m->nsizes++] = strtoull(t, NULL, 0);
+			break;
+		default:
+			usage();
+			return 2;
+		}
+	}
+	if (!cfg_path || !m->rate) {
+		usage();
+		return 2;
+	}
+	if (!m->nsizes) {
+		memcpy(m->sizes, def_sizes, sizeof(def_sizes));
+		m->nsizes = sizeof(def_sizes) / sizeof(def_sizes[0]);
+	}
+	if (group_config_load_with(cfg_path, NULL, sets, nsets, cfg, &err)) {
+		fprintf(stderr, "view_member: %s\n", err.msg);
+		return 1;
+	}
+	my_id = group_config_my_id(cfg, id, &err);
+	if (my_id < 0) {
+		fprintf(stderr, "view_member: %s\n", err.msg);
+		return 1;
+	}
+	m->id = (uint32_t)my_id;
+	m->g = group_create_cfg(cfg, m->id, &cb, m, &err);
+	if (!m->g) {
+		fprintf(stderr, "view_member %u: %s\n", m->id, err.msg);
+		return 1;
+	}
+	say(m, "READY member=%u\n", m->id);
+	m->ready_ns = now_ns();
+	pthread_create(&w, NULL, watcher, m);
+	rc = stream(m);
+
+	/* The watcher reads the group, which close frees. */
+	atomic_store(&m->watch_done, true);
+	pthread_join(w, NULL);
+	r = group_status(m->g, &err);
+	if (r)
+		say_stopped(m, r, err.msg);
+	group_stats(m->g, &st);
+	/* A stopped group cannot flush: do not wait the full time for it. */
+	r = group_close(m->g, atomic_load(&m->stopped) ? 10000 : 120000, &err);
+	if (r) {
+		fprintf(stderr, "view_member %u: close: %s\n", m->id, err.msg);
+		rc = rc ? rc : r;
+	}
+
+	for (unsigned i = 0; i < m->nep; i++)
+		printf("EPOCH member=%u epoch=%" PRIu64 " count=%" PRIu64
+		       " hash=%016" PRIx64 "\n", m->id, m->ep[i].epoch,
+		       m->ep[i].count, m->ep[i].hash);
+	for (uint32_t i = 0; i < m->nids; i++)
+		printf("FROM member=%u sender=%u count=%" PRIu64 "\n", m->id,
+		       m->ids[i], m->ids[i] < MAX_IDS ? m->next[m->ids[i]] : 0);
+	printf("STATS member=%u epoch=%" PRIu64 " wedges=%" PRIu64
+	       " commits=%" PRIu64 " resent=%" PRIu64 "\n", m->id, st.epoch,
+	       st.wedges, st.commits, st.resent);
+	printf("RESULT member=%u sent=%" PRIu64 " delivered=%" PRIu64
+	       " bad=%" PRIu64 " dup=%" PRIu64 " gap=%" PRIu64 " epochs=%u"
+	       " view_change_ms=%" PRIu64 "\n", m->id, m->sent, m->delivered,
+	       m->bad, m->dup, m->gap, m->nep, st.last_view_change_ms);
+	fflush(stdout);
+	if (atomic_load(&m->stopped))
+		return 3;
+	return rc || m->bad || m->dup || m->gap ? 1 : 0;
+}
