@@ -1040,7 +1040,9 @@ static bool flushed(struct group *g)
 			return false;
 		sent = col_of(g, k, COL_SENT);
 		for (uint32_t j = 0; j < g->n; j++)
-			if (sst_get_elem(g->t, j, cd, k) < sent)
+			/* A member that left needs nothing more. */
+			if (col_of(g, j, COL_CLOSING) != GROUP_CLOSE_LEFT &&
+			    sst_get_elem(g->t, j, cd, k) < sent)
 				return false;
 	}
 	return true;
@@ -1054,6 +1056,52 @@ static bool all_flushed(struct group *g)
 	return true;
 }
 
+/* Leaving alone: every message this member sent in the view is
+ * delivered on every member, and some member is not closing (when all
+ * are, they flush together). */
+static bool own_flushed(struct group *g)
+{
+	uint32_t cd = (uint32_t)g->col[COL_DONE];
+	uint64_t sent = col_of(g, g->me, COL_SENT);
+	bool all_closing = true;
+
+	if (atomic_load(&g->wedged) || sent != atomic_load(&g->sent_epoch))
+		return false;
+	for (uint32_t j = 0; j < g->n; j++) {
+		if (col_of(g, j, COL_CLOSING) < 1)
+			all_closing = false;
+		if (sst_get_elem(g->t, j, cd, g->me) < sent)
+			return false;
+	}
+	return !all_closing;
+}
+
+static bool flushed_or_alone(struct group *g)
+{
+	if (flushed(g)) {
+		g->leaving = false;
+		return true;
+	}
+	g->leaving = own_flushed(g);
+	return g->leaving;
+}
+
+/* The others took the leave in: each is wedged for a view change without
+ * this member, or gone, or closing itself. */
+static bool leave_seen(struct group *g)
+{
+	for (uint32_t j = 0; j < g->n; j++) {
+		uint64_t ack = col_of(g, j, COL_ACK);
+
+		if (j == g->me || sst_suspected(g->t, j) ||
+		    col_of(g, j, COL_CLOSING) >= 1 ||
+		    (ack && ((ack - 1) >> g->me & 1)))
+			continue;
+		return false;
+	}
+	return true;
+}
+
 int group_close(struct group *g, int timeout_ms, struct squall_error *err)
 {
 	int r;
@@ -1063,9 +1111,17 @@ int group_close(struct group *g, int timeout_ms, struct squall_error *err)
 		return 0;
 	atomic_store(&g->closing, true);
 	g->close_state = 1;
-	r = wait_until(g, flushed, publish_agreements, timeout_ms, false,
-		       "flushing the group", err);
-	if (!r) {
+	r = wait_until(g, flushed_or_alone, publish_agreements, timeout_ms,
+		       false, "flushing the group", err);
+	if (!r && g->leaving) {
+		/* A clean leave: what this member sent is everywhere; the
+		 * others install a view without it (view.c). */
+		atomic_store(&g->quiet, true);
+		g->close_state = GROUP_CLOSE_LEFT;
+		wait_until(g, leave_seen, publish_agreements,
+			   (int)(2 * g->cfg.sst_suspect_timeout_ms), true,
+			   "leaving", NULL);
+	} else if (!r) {
 		/* Everything is delivered everywhere: from now on members
 		 * leave, and a peer disconnecting is no failure. */
 		atomic_store(&g->quiet, true);

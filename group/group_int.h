@@ -40,6 +40,10 @@
 
 #include "smc/core.h"
 
+/* COL_CLOSING of a member that leaves while the others go on: every
+ * message it sent is delivered everywhere; drop it in the next view. */
+#define GROUP_CLOSE_LEFT 3u
+
 /* Message kinds in the SMC stream. */
 #define GROUP_KIND_APP 0u
 #define GROUP_KIND_ANNOUNCE 1u
@@ -207,7 +211,9 @@ struct group {
 		st_waits;
 
 	uint64_t barriers;              /* group_barrier calls */
-	uint64_t close_state;           /* 1: closing, flushing; 2: flushed */
+	uint64_t close_state;           /* 1: closing, flushing; 2: flushed;
+					   GROUP_CLOSE_LEFT: leaving alone */
+	bool leaving;
 	uint64_t pub_epoch, pub_barriers, pub_close, pub_sent; /* published */
 	atomic_int failed;              /* first failure: -ENOTCONN */
 	char fail_msg[SQUALL_ERRMSG_MAX];

@@ -221,19 +221,32 @@ bool group_view_pass(struct group *g, bool *work)
 	uint32_t ch = (uint32_t)g->col[COL_HAVE];
 	uint32_t ctm = (uint32_t)g->col[COL_TMASK];
 	uint64_t have[GROUP_CONFIG_MAX_MEMBERS];
-	uint64_t mask = 0, amask;
+	uint64_t mask = 0, left = 0, amask;
 	uint32_t leader = UINT32_MAX, alive, base, who;
-	bool all = true;
+	bool all = true, joined = false;
 
 	if (atomic_load(&g->failed))
 		return true;
 	if (atomic_load(&g->quiet))
 		return false;
-	for (uint32_t j = 0; j < g->n; j++)
-		if (j != g->me && sst_suspected(g->t, j))
+	for (uint32_t j = 0; j < g->n; j++) {
+		if (j == g->me)
+			continue;
+		/* A member that left in order and is gone is no failure. */
+		if (row(g, j, COL_CLOSING) == GROUP_CLOSE_LEFT)
+			left |= 1ull << j;
+		else if (sst_suspected(g->t, j))
 			mask |= 1ull << j;
-	if (g->vc == VC_NONE && !mask)
+		else if (row(g, j, COL_ACK))
+			joined = true;
+	}
+	/* A failure starts a view change; so does a leave, unless this
+	 * member is closing too (then the leaver is one more closer); and
+	 * one a peer started is joined. */
+	if (g->vc == VC_NONE && !mask && !joined &&
+	    (!left || g->close_state))
 		return false;
+	mask |= left;
 	if (g->vc == VC_INSTALL)
 		return true;
 	if (g->vc == VC_NONE)
@@ -243,7 +256,9 @@ bool group_view_pass(struct group *g, bool *work)
 	/* Majority of the view being replaced, or of the one a trim
 	 * already decided. */
 	amask = adopted_mask(g, mask, &who);
-	base = g->n - (uint32_t)__builtin_popcountll(amask);
+	/* Members that left in order are not on the other side of a
+	 * partition: they do not count against the majority. */
+	base = g->n - (uint32_t)__builtin_popcountll(amask | left);
 	alive = g->n - (uint32_t)__builtin_popcountll(mask);
 	if (alive * 2 <= base) {
 		char gone[256];
