@@ -528,9 +528,14 @@ static int read_member(struct loader *ld, const char *file, unsigned idx,
 			m.port = (uint16_t)v;
 		} else if (strcmp(name, "address") == 0) {
 			rc = member_address(ld, &so, path, s, &m);
+		} else if (strcmp(name, "joins") == 0) {
+			rc = config_setting_type(s) == CONFIG_TYPE_BOOL ? 0 :
+			     fail(ld, &so, path, "must be true or false (got %s)",
+				  type_name(config_setting_type(s)));
+			m.joins = !rc && config_setting_get_bool(s);
 		} else {
 			rc = fail(ld, &so, path,
-				  "unknown setting (known in a member: id, address, port)");
+				  "unknown setting (known in a member: id, address, port, joins)");
 		}
 		if (rc)
 			return rc;
@@ -850,7 +855,15 @@ static int check_required(struct loader *ld)
 		return fail(ld, &o, "members",
 			    "missing required setting (a list of { id = ...; address = ...; port = ...; })");
 	}
-	return 0;
+	for (uint32_t i = 0; i < ld->nmembers; i++)
+		if (!ld->members[i].joins)
+			return 0;
+	{
+		struct origin o = { .rank = FROM_GROUP, .file = ld->group_path };
+
+		return fail(ld, &o, "members", "every member has joins = true: "
+			    "the first view needs at least one member without it");
+	}
 }
 
 /* The source to blame for a check across settings: the most recent
@@ -1130,6 +1143,8 @@ int group_config_fingerprint(const struct group_config *cfg, uint64_t *out)
 		hash_str(&h, cfg->members[i].address,
 			 sizeof(cfg->members[i].address));
 		hash_u64(&h, cfg->members[i].port);
+		if (cfg->members[i].joins)
+			hash_u64(&h, 1);
 	}
 	x = h.h;
 	x ^= x >> 33;

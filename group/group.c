@@ -87,6 +87,10 @@ static void on_suspect(struct sst *t, uint32_t rank, uint32_t by,
 			g->cb.failure(g->ctx, g->my_id, g->fail_msg);
 		return;
 	}
+	/* A member that left in order is not reported as failed. */
+	if (sst_get(g->t, rank, (uint32_t)g->col[COL_CLOSING]) ==
+	    GROUP_CLOSE_LEFT)
+		return;
 	if (g->cb.failure)
 		g->cb.failure(g->ctx, g->ids[rank], why);
 }
@@ -107,7 +111,9 @@ static int make_layout(uint32_t n, struct sst_layout **out, int *col,
 		[COL_HAVE] = { "have", SST_COL_U64_ARRAY, n },
 		[COL_ACK] = { "wedged_for", SST_COL_U64, 0 },
 		[COL_TRIM] = { "trim", SST_COL_U64_ARRAY, n },
+		[COL_TADD] = { "trim_adds", SST_COL_U64, 0 },
 		[COL_TMASK] = { "trim_mask", SST_COL_U64, 0 },
+		[COL_JOIN] = { "joins_asked", SST_COL_U64, 0 },
 	};
 	int r = sst_layout_create(cols, COL_COUNT, out, err);
 
@@ -278,7 +284,8 @@ int group_epoch_build(struct group *g, struct squall_error *err)
 	g->done_dirty = false;
 	g->sent_epoch = 0;
 	g->vc = VC_NONE;
-	g->vc_mask = g->vc_tmask = 0;
+	g->vc_mask = g->vc_tmask = g->vc_tadd = 0;
+	g->vc_adopted = false;
 	g->vc_delivered = false;
 	memset(g->table.ptr, 0, g->table.len);
 	r = make_layout(g->n, &g->layout, g->col, err);
@@ -294,6 +301,8 @@ int group_epoch_build(struct group *g, struct squall_error *err)
 		r = start_sst(g, err);
 	if (!r)
 		r = group_rings_exchange(g, err);
+	if (!r)
+		group_join_republish(g);
 	return r;
 }
 
@@ -348,10 +357,9 @@ static int alloc_tables(struct group *g)
 		       ? 0 : -ENOMEM;
 }
 
-static void teardown(struct group *g)
+/* What lives across views, freed last. */
+void group_free(struct group *g)
 {
-	group_view_stop(g);
-	group_epoch_teardown(g);
 	while (g->kept) {
 		struct group_kept *k = g->kept;
 
@@ -373,6 +381,7 @@ static void teardown(struct group *g)
 		g->resend_head = rs->next;
 		free(rs);
 	}
+	group_join_close(g);
 	alloc_destroy(g->a);
 	free(g->recv);
 	free(g->rel);
@@ -386,8 +395,52 @@ static void teardown(struct group *g)
 	free(g);
 }
 
-static int init(struct group *g, const struct group_config *cfg,
-		uint32_t my_id, struct squall_error *err)
+static void teardown(struct group *g)
+{
+	group_view_stop(g);
+	group_epoch_teardown(g);
+	group_free(g);
+}
+
+struct group *group_alloc(const struct group_callbacks *cb, void *ctx,
+			  struct squall_error *err)
+{
+	pthread_rwlockattr_t ra;
+	struct group *g;
+
+	if (!cb || !cb->deliver) {
+		squall_error_set(err, -EINVAL, "group: no deliver upcall");
+		return NULL;
+	}
+	g = calloc(1, sizeof(*g));
+	if (!g) {
+		squall_error_set(err, -ENOMEM, "group: out of memory");
+		return NULL;
+	}
+	g->cb = *cb;
+	g->ctx = ctx;
+	pthread_mutex_init(&g->lock, NULL);
+	pthread_cond_init(&g->room, NULL);
+	pthread_cond_init(&g->vcond, NULL);
+	/* A view swap must not wait behind a stream of new senders. */
+	pthread_rwlockattr_init(&ra);
+	pthread_rwlockattr_setkind_np(&ra,
+		PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&g->epoch_lock, &ra);
+	pthread_rwlockattr_destroy(&ra);
+	g->rsend_tail = &g->rsend_head;
+	g->q_tail = &g->q_head;
+	g->resend_tail = &g->resend_head;
+	g->join_fd = -1;
+	for (uint32_t i = 0; i < GROUP_CONFIG_MAX_MEMBERS; i++)
+		g->join_conn[i] = -1;
+	return g;
+}
+
+/* What a member has before any view: the configuration, the region and
+ * its fixed areas. */
+int group_init_region(struct group *g, const struct group_config *cfg,
+		      uint32_t my_id, struct squall_error *err)
 {
 	struct alloc_params ap = { 0 };
 	int r;
@@ -395,7 +448,6 @@ static int init(struct group *g, const struct group_config *cfg,
 	g->cfg = *cfg;
 	g->vcfg = *cfg;
 	g->my_id = my_id;
-	g->n = cfg->nmembers;
 	r = group_config_member_index(cfg, my_id);
 	if (r < 0) {
 		char ids[256] = "";
@@ -416,9 +468,29 @@ static int init(struct group *g, const struct group_config *cfg,
 	if (r)
 		return r;
 	alloc_region(g->a, &g->base, &g->len);
-	r = reserve_areas(g, err);
+	return reserve_areas(g, err);
+}
+
+static int init(struct group *g, const struct group_config *cfg,
+		uint32_t my_id, struct squall_error *err)
+{
+	uint32_t n = 0;
+	int r = group_init_region(g, cfg, my_id, err);
+
+	if (r)
+		return r;
+	/* The first view: the members that do not join later. */
+	for (uint32_t i = 0; i < cfg->nmembers; i++)
+		if (!cfg->members[i].joins)
+			g->vcfg.members[n++] = cfg->members[i];
+	g->vcfg.nmembers = n;
+	if (group_config_member_index(&g->vcfg, my_id) < 0)
+		return squall_error_set(err, -EINVAL, "%s: member %u has joins = "
+					"true: start it with group_join()",
+					cfg->path, my_id);
+	r = group_epoch_build(g, err);
 	if (!r)
-		r = group_epoch_build(g, err);
+		r = group_join_listen(g, err);
 	if (!r)
 		r = group_view_start(g, err);
 	return r;
@@ -443,33 +515,15 @@ struct group *group_create_cfg(const struct group_config *cfg, uint32_t my_id,
 			       struct squall_error *err)
 {
 	struct group *g;
-	pthread_rwlockattr_t ra;
 
 	squall_error_clear(err);
-	if (!cfg || !cb || !cb->deliver) {
-		squall_error_set(err, -EINVAL, "group_create: %s",
-				 !cfg ? "no configuration" : "no deliver upcall");
+	if (!cfg) {
+		squall_error_set(err, -EINVAL, "group_create: no configuration");
 		return NULL;
 	}
-	g = calloc(1, sizeof(*g));
-	if (!g) {
-		squall_error_set(err, -ENOMEM, "group_create: out of memory");
+	g = group_alloc(cb, ctx, err);
+	if (!g)
 		return NULL;
-	}
-	g->cb = *cb;
-	g->ctx = ctx;
-	pthread_mutex_init(&g->lock, NULL);
-	pthread_cond_init(&g->room, NULL);
-	pthread_cond_init(&g->vcond, NULL);
-	/* A view swap must not wait behind a stream of new senders. */
-	pthread_rwlockattr_init(&ra);
-	pthread_rwlockattr_setkind_np(&ra,
-		PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-	pthread_rwlock_init(&g->epoch_lock, &ra);
-	pthread_rwlockattr_destroy(&ra);
-	g->rsend_tail = &g->rsend_head;
-	g->q_tail = &g->q_head;
-	g->resend_tail = &g->resend_head;
 	if (init(g, cfg, my_id, err)) {
 		/* Peers must not take this member's silence for a crash
 		 * while it has not joined: nothing was delivered. */
@@ -1031,8 +1085,7 @@ static bool flushed(struct group *g)
 {
 	uint32_t cd = (uint32_t)g->col[COL_DONE];
 
-	if (atomic_load(&g->wedged))
-		return false;
+	/* Even in a view change: when this holds, no trim is needed. */
 	for (uint32_t k = 0; k < g->n; k++) {
 		uint64_t sent;
 

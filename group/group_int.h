@@ -154,7 +154,9 @@ enum group_col {
 			  included (the trim is their minimum) */
 	COL_ACK,       /* the failure mask this member wedged for, + 1 */
 	COL_TRIM,      /* [n] the trim adopted */
+	COL_TADD,      /* members that trim's view adds (.cfg index bits) */
 	COL_TMASK,     /* the failure mask of that trim, + 1; 0: none */
+	COL_JOIN,      /* joiners that asked this member (.cfg index bits) */
 	COL_COUNT
 };
 
@@ -234,10 +236,17 @@ struct group {
 	pthread_cond_t vcond;           /* with lock: the view thread's turn */
 	bool stopping;                  /* under lock: the view thread ends */
 	bool install_due;               /* under lock: a trim is everywhere */
+	/* Joins: the TCP listener, and per .cfg index the connection of a
+	 * joiner waiting for its view (view thread only). */
+	int join_fd;
+	int join_conn[GROUP_CONFIG_MAX_MEMBERS];
+	uint64_t join_bits;             /* published in COL_JOIN */
 	/* Progress thread only: */
 	enum group_vc vc;
 	uint64_t vc_mask;               /* ranks gone as this member sees */
 	uint64_t vc_tmask;              /* the adopted trim's mask; 0: none */
+	uint64_t vc_tadd;               /* the members its view adds */
+	bool vc_adopted;                /* a trim is adopted */
 	uint64_t vc_trim[GROUP_CONFIG_MAX_MEMBERS];
 	bool vc_delivered;              /* the trim is delivered here */
 	bool ragged;                    /* delivering the trim */
@@ -287,6 +296,20 @@ void group_epoch_teardown(struct group *g);
 int group_resend(struct group *g, struct group_resend *rs,
 		 struct squall_error *err);
 void group_call_view(struct group *g);
+int group_init_region(struct group *g, const struct group_config *cfg,
+		      uint32_t my_id, struct squall_error *err);
+struct group *group_alloc(const struct group_callbacks *cb, void *ctx,
+			  struct squall_error *err);
+void group_free(struct group *g);
+
+/* join.c: joins over TCP. */
+int group_join_listen(struct group *g, struct squall_error *err);
+void group_join_poll(struct group *g);
+void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
+		       uint32_t n);
+void group_join_close(struct group *g);
+void group_join_republish(struct group *g);
+uint64_t group_cfg_bits(const struct group *g, const struct group_config *v);
 
 /* group.c: the monotonic clock in ms, and the short sleep of waits that
  * poll the SST. */

@@ -133,7 +133,8 @@ static void wedge(struct group *g)
 	VDBG("wedged");
 }
 
-static void adopt(struct group *g, const uint64_t *trim, uint64_t mask)
+static void adopt(struct group *g, const uint64_t *trim, uint64_t mask,
+		  uint64_t adds)
 {
 	uint32_t ct = (uint32_t)g->col[COL_TRIM];
 
@@ -145,37 +146,45 @@ static void adopt(struct group *g, const uint64_t *trim, uint64_t mask)
 		stop(g);
 		return;
 	}
-	if (!g->vc_tmask)
+	if (!g->vc_adopted)
 		atomic_fetch_add(&g->st_commits, 1);
-	VDBG("adopt mask %" PRIx64 " trim %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64, mask, trim[0], g->n > 1 ? trim[1] : 0, g->n > 2 ? trim[2] : 0, g->n > 3 ? trim[3] : 0);
+	VDBG("adopt mask %" PRIx64 " adds %" PRIx64 " trim %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64, mask, adds, trim[0], g->n > 1 ? trim[1] : 0, g->n > 2 ? trim[2] : 0, g->n > 3 ? trim[3] : 0);
 	memcpy(g->vc_trim, trim, (size_t)g->n * sizeof(*trim));
+	g->vc_adopted = true;
 	g->vc_tmask = mask;
+	g->vc_tadd = adds;
 	for (uint32_t s = 0; s < g->n; s++)
 		sst_set_elem(g->t, ct, s, trim[s]);
+	sst_set(g->t, (uint32_t)g->col[COL_TADD], adds);
 	sst_set(g->t, (uint32_t)g->col[COL_TMASK], mask + 1);
 }
 
-/* The mask of a trim some survivor adopted (0: none). */
-static uint64_t adopted_mask(struct group *g, uint64_t mask, uint32_t *who)
+/* A trim some survivor adopted (its mask within the current one): the
+ * member whose row holds it, or false. */
+static bool adopted_by(struct group *g, uint64_t mask, uint32_t *who,
+		       uint64_t *amask)
 {
-	if (g->vc_tmask) {
+	if (g->vc_adopted) {
 		*who = g->me;
-		return g->vc_tmask;
+		*amask = g->vc_tmask;
+		return true;
 	}
 	for (uint32_t j = 0; j < g->n; j++) {
 		uint64_t tm = row(g, j, COL_TMASK);
 
 		if (!(mask >> j & 1) && tm && ((tm - 1) & ~mask) == 0) {
 			*who = j;
-			return tm - 1;
+			*amask = tm - 1;
+			return true;
 		}
 	}
-	return 0;
+	return false;
 }
 
-static void lead(struct group *g, uint64_t mask, const uint64_t *have)
+static void lead(struct group *g, uint64_t mask, uint64_t joins,
+		 const uint64_t *have)
 {
-	uint64_t trim[GROUP_CONFIG_MAX_MEMBERS];
+	uint64_t trim[GROUP_CONFIG_MAX_MEMBERS], amask, adds = joins;
 	uint32_t who;
 
 	for (uint32_t j = 0; j < g->n; j++)
@@ -186,10 +195,11 @@ static void lead(struct group *g, uint64_t mask, const uint64_t *have)
 			return;
 		}
 	/* Every survivor is wedged for this mask. */
-	if (adopted_mask(g, mask, &who)) {
+	if (adopted_by(g, mask, &who, &amask)) {
 		for (uint32_t s = 0; s < g->n; s++)
 			trim[s] = who == g->me ? g->vc_trim[s]
 					       : row_elem(g, who, COL_TRIM, s);
+		adds = who == g->me ? g->vc_tadd : row(g, who, COL_TADD);
 	} else {
 		for (uint32_t s = 0; s < g->n; s++) {
 			trim[s] = have[s];
@@ -199,29 +209,31 @@ static void lead(struct group *g, uint64_t mask, const uint64_t *have)
 					trim[s] = row_elem(g, j, COL_HAVE, s);
 		}
 	}
-	adopt(g, trim, mask);
+	adopt(g, trim, mask, adds);
 }
 
 static void follow(struct group *g, uint64_t mask, uint32_t leader)
 {
-	uint64_t trim[GROUP_CONFIG_MAX_MEMBERS];
+	uint64_t trim[GROUP_CONFIG_MAX_MEMBERS], adds;
 
 	if (row(g, leader, COL_TMASK) != mask + 1)
 		return;
 	for (uint32_t s = 0; s < g->n; s++)
 		trim[s] = row_elem(g, leader, COL_TRIM, s);
+	adds = row(g, leader, COL_TADD);
 	/* The trim and its mask land in one write; read the mask again so
 	 * the trim read is not older than it. */
 	if (row(g, leader, COL_TMASK) == mask + 1)
-		adopt(g, trim, mask);
+		adopt(g, trim, mask, adds);
 }
 
 bool group_view_pass(struct group *g, bool *work)
 {
 	uint32_t ch = (uint32_t)g->col[COL_HAVE];
 	uint32_t ctm = (uint32_t)g->col[COL_TMASK];
+	uint64_t inview = group_cfg_bits(g, &g->vcfg);
 	uint64_t have[GROUP_CONFIG_MAX_MEMBERS];
-	uint64_t mask = 0, left = 0, amask;
+	uint64_t mask = 0, left = 0, joins = 0, amask = 0;
 	uint32_t leader = UINT32_MAX, alive, base, who;
 	bool all = true, joined = false;
 
@@ -230,21 +242,27 @@ bool group_view_pass(struct group *g, bool *work)
 	if (atomic_load(&g->quiet))
 		return false;
 	for (uint32_t j = 0; j < g->n; j++) {
-		if (j == g->me)
+		if (j == g->me) {
+			joins |= row(g, j, COL_JOIN);
 			continue;
+		}
 		/* A member that left in order and is gone is no failure. */
-		if (row(g, j, COL_CLOSING) == GROUP_CLOSE_LEFT)
+		if (row(g, j, COL_CLOSING) == GROUP_CLOSE_LEFT) {
 			left |= 1ull << j;
-		else if (sst_suspected(g->t, j))
+		} else if (sst_suspected(g->t, j)) {
 			mask |= 1ull << j;
-		else if (row(g, j, COL_ACK))
-			joined = true;
+		} else {
+			if (row(g, j, COL_ACK))
+				joined = true;
+			joins |= row(g, j, COL_JOIN);
+		}
 	}
-	/* A failure starts a view change; so does a leave, unless this
-	 * member is closing too (then the leaver is one more closer); and
-	 * one a peer started is joined. */
+	joins &= ~inview;
+	/* A failure starts a view change, and so does a join; a leave too,
+	 * unless this member is closing (then the leaver is one more
+	 * closer); one a peer started is joined. */
 	if (g->vc == VC_NONE && !mask && !joined &&
-	    (!left || g->close_state))
+	    (g->close_state || (!left && !joins)))
 		return false;
 	mask |= left;
 	if (g->vc == VC_INSTALL)
@@ -254,10 +272,9 @@ bool group_view_pass(struct group *g, bool *work)
 	*work = true;
 	g->vc_mask = mask;
 	/* Majority of the view being replaced, or of the one a trim
-	 * already decided. */
-	amask = adopted_mask(g, mask, &who);
-	/* Members that left in order are not on the other side of a
-	 * partition: they do not count against the majority. */
+	 * already decided. Members that left in order are not on the other
+	 * side of a partition: they do not count against it. */
+	adopted_by(g, mask, &who, &amask);
 	base = g->n - (uint32_t)__builtin_popcountll(amask | left);
 	alive = g->n - (uint32_t)__builtin_popcountll(mask);
 	if (alive * 2 <= base) {
@@ -280,14 +297,14 @@ bool group_view_pass(struct group *g, bool *work)
 	for (uint32_t j = 0; j < g->n && leader == UINT32_MAX; j++)
 		if (!(mask >> j & 1))
 			leader = j;
-	if (g->vc_tmask != mask) {
+	if (!g->vc_adopted || g->vc_tmask != mask) {
 		if (leader == g->me)
-			lead(g, mask, have);
+			lead(g, mask, joins, have);
 		else
 			follow(g, mask, leader);
 	}
 	sst_push_cols(g->t, ch, ctm - ch + 1);
-	if (g->vc_tmask != mask || atomic_load(&g->failed))
+	if (!g->vc_adopted || g->vc_tmask != mask || atomic_load(&g->failed))
 		return true;
 	if (!g->vc_delivered) {
 		group_deliver_trim(g);
@@ -324,15 +341,29 @@ static void install(struct group *g)
 	uint32_t n = 0;
 	int r;
 
+	uint64_t keep = group_cfg_bits(g, &g->vcfg), adds = g->vc_tadd;
+	uint32_t ids[GROUP_CONFIG_MAX_MEMBERS];
+
 	for (uint32_t j = 0; j < g->n; j++) {
 		if (g->vc_trim[j] && (g->vc_trim[j] - 1) * g->n + j + 1 > end)
 			end = (g->vc_trim[j] - 1) * g->n + j + 1;
-		if (!(mask >> j & 1))
-			nv.members[n++] = g->vcfg.members[j];
+		if (mask >> j & 1)
+			keep &= ~(1ull << group_config_member_index(&g->cfg,
+								 g->ids[j]));
 	}
+	/* The next view: survivors and joiners, in .cfg order. */
+	for (uint32_t i = 0; i < g->cfg.nmembers; i++)
+		if ((keep | adds) >> i & 1) {
+			ids[n] = g->cfg.members[i].id;
+			nv.members[n++] = g->cfg.members[i];
+		}
 	nv.nmembers = n;
 	nv.epoch++;
 	nv.connect_timeout_ms = g->cfg.view_timeout_ms;
+	/* Joiners learn the view (and get the state) before anyone
+	 * reconnects: they connect in it with the others. */
+	if (adds)
+		group_join_answer(g, nv.epoch, ids, n);
 	pthread_rwlock_wrlock(&g->epoch_lock);
 	group_epoch_teardown(g);
 	pthread_mutex_lock(&g->lock);
@@ -377,8 +408,23 @@ static void *view_main(void *arg)
 	pthread_mutex_lock(&g->lock);
 	for (;;) {
 		while (!g->stopping && !atomic_load(&g->failed) &&
-		       !g->install_due)
-			pthread_cond_wait(&g->vcond, &g->lock);
+		       !g->install_due) {
+			struct timespec ts;
+
+			/* Between view changes: answer join requests. */
+			pthread_mutex_unlock(&g->lock);
+			group_join_poll(g);
+			pthread_mutex_lock(&g->lock);
+			if (g->stopping || g->install_due)
+				break;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 50 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
+			pthread_cond_timedwait(&g->vcond, &g->lock, &ts);
+		}
 		if (g->stopping || atomic_load(&g->failed))
 			break;
 		g->install_due = false;

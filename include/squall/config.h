@@ -25,6 +25,9 @@ struct group_member_cfg {
 	uint32_t id;                        /* unique in the group */
 	char address[GROUP_CONFIG_ADDR_MAX]; /* IPv4 literal the member listens on */
 	uint16_t port;                      /* 1..65535, unique per address */
+	bool joins;                         /* members[i].joins: not in the
+					       first view; starts with
+					       group_join() */
 };
 
 struct group_config {

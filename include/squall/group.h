@@ -92,6 +92,17 @@ struct group_callbacks {
 	 * buffer of a large message; no member delivers it). May be NULL. */
 	void (*send_failed)(void *ctx, const struct buf_desc *d, int code,
 			    const char *why);
+	/* State transfer to a member that joins (group_join): on the member
+	 * the joiner asked, after the last delivery of the view before it
+	 * and before any delivery of the view it enters, fill *data (from
+	 * malloc; the group frees it) and *len with the application's state
+	 * and return 0 (or a negative errno: the join is refused). May be
+	 * NULL: the joiner gets an empty state. Runs on a group thread while
+	 * nothing is delivered. */
+	int (*state_save)(void *ctx, void **data, size_t *len);
+	/* On the joiner, before anything is delivered to it: the state the
+	 * group had when it joined. May be NULL. */
+	void (*state_load)(void *ctx, const void *data, size_t len);
 };
 
 /* Load the group file at cfg_path and create member my_id's end of the
@@ -106,6 +117,21 @@ struct group_callbacks {
 struct group *group_create(const char *cfg_path, uint32_t my_id,
 			   const struct group_callbacks *cb, void *ctx,
 			   struct squall_error *err);
+
+/* Join a running group as member my_id of the group file (a member with
+ * `joins = true`, or one that failed and starts again): ask a member of
+ * the current view (over TCP to its address and port; each is tried in
+ * turn until group.connect_timeout_ms), wait for the view change that
+ * adds this member, load the application's state through state_load,
+ * connect, and return with the view upcall done. Errors as group_create,
+ * plus: the group refused (its reason: another group file, an id already
+ * in the view), or no member answered. */
+struct group *group_join(const char *cfg_path, uint32_t my_id,
+			 const struct group_callbacks *cb, void *ctx,
+			 struct squall_error *err);
+struct group *group_join_cfg(const struct group_config *cfg, uint32_t my_id,
+			     const struct group_callbacks *cb, void *ctx,
+			     struct squall_error *err);
 
 /* The same from a loaded configuration: for a group file with node
  * overrides (group_config_load_with: a node .cfg or --set strings). The

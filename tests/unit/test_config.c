@@ -248,7 +248,7 @@ static void test_bad_unknown(void **state)
 	expect_bad("  region_size", "  huge_page = true;\n  region_size",
 		   "%s:3: group.huge_page: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, view_timeout_ms, copy_threshold)");
 	expect_bad("id = 1; address", "id = 1; adress = \"x\"; address",
-		   "%s:9: members[1].adress: unknown setting (known in a member: id, address, port)");
+		   "%s:9: members[1].adress: unknown setting (known in a member: id, address, port, joins)");
 	expect_bad("members = (", "verbose = true;\nmembers = (",
 		   "%s:7: verbose: unknown setting (known sections: group, smc, rdmc, sst, members)");
 }

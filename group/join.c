@@ -1,0 +1,523 @@
+/*
+ * join.c - members joining a running group: the request over TCP, the
+ * answer with the new view and the application's state.
+ *
+ * The idea: a joiner has no connection to the group yet, so it asks over
+ * a plain TCP connection to a member's address and port (the rdma_cm port
+ * space is not TCP's): a JOIN carrying its id and its group file's
+ * fingerprint. The member checks both, keeps the connection and marks the
+ * request in its SST row (COL_JOIN); the leader folds every request it
+ * sees into the next view change, as additions beside any failures
+ * (view.c). Once that change's trim is delivered everywhere, the member
+ * holding the connection answers with the new view (VIEW_COMMIT: epoch
+ * and member ids) and the application's state (STATE_XFER), taken right
+ * after the last delivery of the old view; the joiner loads the state and
+ * connects in that view like everyone else. Connections and state are a
+ * control path: small, rare, and fine over TCP.
+ */
+#include <arpa/inet.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <squall/wire.h>
+
+#include "group/group_int.h"
+
+/* How long a member waits for a joiner's request once it connected. */
+#define JOIN_REQUEST_MS 2000
+/* A refusal the joiner must not retry elsewhere. */
+#define JOIN_REFUSE_FINAL 0x1u
+/* Largest state accepted (the payload length field's range). */
+#define JOIN_STATE_MAX (1ull << 32)
+
+uint64_t group_cfg_bits(const struct group *g, const struct group_config *v)
+{
+	uint64_t bits = 0;
+
+	for (uint32_t i = 0; i < v->nmembers; i++) {
+		int k = group_config_member_index(&g->cfg, v->members[i].id);
+
+		if (k >= 0)
+			bits |= 1ull << k;
+	}
+	return bits;
+}
+
+/* ---- TCP messages --------------------------------------------------------- */
+
+static int write_all(int fd, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	while (n) {
+		ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -errno ?: -EIO;
+		b += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int read_all(int fd, void *p, size_t n, uint64_t until)
+{
+	uint8_t *b = p;
+
+	while (n) {
+		struct pollfd pfd = { .fd = fd, .events = POLLIN };
+		uint64_t now = group_now_ms();
+		ssize_t r;
+
+		if (now >= until)
+			return -ETIMEDOUT;
+		r = poll(&pfd, 1, (int)(until - now));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r ? -errno : -ETIMEDOUT;
+		r = recv(fd, b, n, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r ? -errno : -ECONNRESET;
+		b += r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Send one message: header (with the member extension), then payload. */
+static int send_msg(int fd, uint16_t type, uint16_t flags, uint32_t member,
+		    const void *payload, uint32_t len)
+{
+	struct wire_ext ext = { .type = WIRE_EXT_MEMBER, .u.member = member };
+	uint8_t hdr[64];
+	int h = wire_encode(hdr, sizeof(hdr), type, flags, &ext, 1, len, NULL);
+	int r;
+
+	if (h < 0)
+		return h;
+	r = write_all(fd, hdr, (size_t)h);
+	if (!r && len)
+		r = write_all(fd, payload, len);
+	return r;
+}
+
+/* Receive one message whole into *buf (malloc'd; the caller frees). */
+static int recv_msg(int fd, uint64_t until, uint8_t **buf, struct wire_msg *m,
+		    struct squall_error *err)
+{
+	uint8_t hdr[WIRE_HDR_LEN];
+	uint32_t ext, payload;
+	uint64_t total;
+	int r = read_all(fd, hdr, sizeof(hdr), until);
+
+	*buf = NULL;
+	if (r)
+		return r;
+	memcpy(&ext, hdr + 12, 4);
+	memcpy(&payload, hdr + 16, 4);
+	total = WIRE_HDR_LEN + (uint64_t)le32toh(ext) + le32toh(payload);
+	if (le32toh(ext) > WIRE_EXT_AREA_MAX || total > JOIN_STATE_MAX)
+		return squall_error_set(err, -EMSGSIZE, "a join message of %"
+					PRIu64 " bytes", total);
+	*buf = malloc(total);
+	if (!*buf)
+		return -ENOMEM;
+	memcpy(*buf, hdr, sizeof(hdr));
+	r = read_all(fd, *buf + sizeof(hdr), total - sizeof(hdr), until);
+	if (!r)
+		r = wire_decode(*buf, total, m, err);
+	return r;
+}
+
+static uint32_t msg_member(const struct wire_msg *m)
+{
+	struct wire_ext e;
+
+	return wire_ext_find(m, WIRE_EXT_MEMBER, &e) == 0 && e.len >= 4
+		       ? e.u.member : UINT32_MAX;
+}
+
+/* ---- the member's side ------------------------------------------------------- */
+
+int group_join_listen(struct group *g, struct squall_error *err)
+{
+	const struct group_member_cfg *me =
+		&g->cfg.members[group_config_member_index(&g->cfg, g->my_id)];
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(me->port) };
+	int fd, one = 1;
+
+	inet_pton(AF_INET, me->address, &sa.sin_addr);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return squall_error_set(err, -errno, "join listener: %s",
+					strerror(errno));
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 8)) {
+		int e = errno;
+
+		close(fd);
+		return squall_error_set(err, -e, "member %u: listening for joins "
+					"on TCP %s:%u: %s", g->my_id, me->address,
+					me->port, strerror(e));
+	}
+	g->join_fd = fd;
+	return 0;
+}
+
+static void refuse(int fd, struct group *g, bool final, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static void refuse(int fd, struct group *g, bool final, const char *fmt, ...)
+{
+	char text[SQUALL_ERRMSG_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(text, sizeof(text), fmt, ap);
+	va_end(ap);
+	send_msg(fd, WIRE_MSG_REFUSE, final ? JOIN_REFUSE_FINAL : 0, g->my_id,
+		 text, (uint32_t)strlen(text));
+	close(fd);
+}
+
+static void publish_joins(struct group *g)
+{
+	sst_set(g->t, (uint32_t)g->col[COL_JOIN], g->join_bits);
+	sst_push_cols(g->t, (uint32_t)g->col[COL_JOIN], 1);
+	sst_wake(g->t);
+}
+
+/* One joiner connected: read its request, check it, keep it. */
+static void take_request(struct group *g, int fd)
+{
+	struct squall_error err = { 0 };
+	uint64_t fp = 0, theirs;
+	struct wire_msg m;
+	uint8_t *buf;
+	uint32_t id;
+	int k, r;
+
+	r = recv_msg(fd, group_now_ms() + JOIN_REQUEST_MS, &buf, &m, &err);
+	if (r || m.type != WIRE_MSG_JOIN || m.payload_len != 8) {
+		free(buf);
+		if (!r)
+			refuse(fd, g, true, "member %u expected a join request",
+			       g->my_id);
+		else
+			close(fd);
+		return;
+	}
+	id = msg_member(&m);
+	memcpy(&theirs, m.payload, 8);
+	theirs = le64toh(theirs);
+	free(buf);
+	group_config_fingerprint(&g->cfg, &fp);
+	k = group_config_member_index(&g->cfg, id);
+	if (theirs != fp)
+		return refuse(fd, g, true, "member %u's group file differs from "
+			      "member %u's (fingerprint %016" PRIx64 ", %016"
+			      PRIx64 " here)", id, g->my_id, theirs, fp);
+	if (k < 0)
+		return refuse(fd, g, true, "%s has no member with id %u",
+			      g->cfg.path, id);
+	if (group_config_member_index(&g->vcfg, id) >= 0)
+		return refuse(fd, g, true, "member %u is already in view %"
+			      PRIu64, id, g->vcfg.epoch);
+	if (atomic_load(&g->failed) || atomic_load(&g->closing))
+		return refuse(fd, g, false, "member %u is stopping", g->my_id);
+	if (g->join_conn[k] >= 0)
+		close(g->join_conn[k]);
+	g->join_conn[k] = fd;
+	g->join_bits |= 1ull << k;
+	publish_joins(g);
+}
+
+void group_join_poll(struct group *g)
+{
+	int fd;
+
+	if (g->join_fd < 0 || !g->t)
+		return;
+	while ((fd = accept4(g->join_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
+		take_request(g, fd);
+}
+
+/* The view change that adds joiners is decided: tell each joiner whose
+ * request this member holds the view and give it the state. */
+void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
+		       uint32_t n)
+{
+	uint8_t view[8 + 4 + 4 * GROUP_CONFIG_MAX_MEMBERS];
+	uint64_t e = htole64(epoch);
+	uint32_t nl = htole32(n);
+
+	memcpy(view, &e, 8);
+	memcpy(view + 8, &nl, 4);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id = htole32(ids[i]);
+
+		memcpy(view + 12 + 4 * i, &id, 4);
+	}
+	for (uint32_t k = 0; k < g->cfg.nmembers; k++) {
+		int fd = g->join_conn[k];
+		void *state = NULL;
+		size_t len = 0;
+		int r = 0;
+
+		if (fd < 0 || !(g->vc_tadd >> k & 1))
+			continue;
+		if (g->cb.state_save)
+			r = g->cb.state_save(g->ctx, &state, &len);
+		if (r || len >= JOIN_STATE_MAX) {
+			refuse(fd, g, true, "member %u could not save the "
+			       "application's state for it (%s)", g->my_id,
+			       r ? strerror(-r) : "too large");
+		} else {
+			r = send_msg(fd, WIRE_MSG_VIEW_COMMIT, 0, g->my_id, view,
+				     12 + 4 * n);
+			if (!r)
+				send_msg(fd, WIRE_MSG_STATE_XFER, 0, g->my_id,
+					 state, (uint32_t)len);
+			close(fd);
+		}
+		free(state);
+		g->join_conn[k] = -1;
+		g->join_bits &= ~(1ull << k);
+	}
+}
+
+void group_join_close(struct group *g)
+{
+	if (g->join_fd >= 0)
+		close(g->join_fd);
+	g->join_fd = -1;
+	for (uint32_t k = 0; k < GROUP_CONFIG_MAX_MEMBERS; k++)
+		if (g->join_conn[k] >= 0) {
+			close(g->join_conn[k]);
+			g->join_conn[k] = -1;
+		}
+}
+
+/* In a new view, requests still waiting are published again. */
+void group_join_republish(struct group *g)
+{
+	if (g->join_bits && g->t)
+		publish_joins(g);
+}
+
+/* ---- the joiner's side ------------------------------------------------------- */
+
+static int connect_to(const struct group_member_cfg *m, uint64_t until)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET,
+				  .sin_port = htons(m->port) };
+	struct pollfd pfd;
+	int fd, r, e = 0;
+	socklen_t el = sizeof(e);
+
+	inet_pton(AF_INET, m->address, &sa.sin_addr);
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	r = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	if (r && errno != EINPROGRESS) {
+		e = errno;
+		close(fd);
+		return -e;
+	}
+	pfd = (struct pollfd){ .fd = fd, .events = POLLOUT };
+	r = poll(&pfd, 1, (int)(until > group_now_ms() ? until - group_now_ms() : 0));
+	if (r <= 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) || e) {
+		close(fd);
+		return -(e ?: ETIMEDOUT);
+	}
+	return fd;
+}
+
+/* Ask member m; on its answer fill view (epoch, ids) and the state.
+ * Returns 0, 1 (try another member) or a negative errno (refused for
+ * good, err says why). */
+static int ask(struct group *g, const struct group_member_cfg *m,
+	       uint64_t until, struct group_config *v, uint8_t **state,
+	       size_t *state_len, struct squall_error *err)
+{
+	struct squall_error e2 = { 0 };
+	uint64_t fp = 0;
+	struct wire_msg msg;
+	uint8_t *buf = NULL, *sbuf = NULL;
+	uint32_t n;
+	int fd, r;
+
+	fd = connect_to(m, group_now_ms() + 1000 < until ? group_now_ms() + 1000
+							 : until);
+	if (fd < 0)
+		return 1;
+	group_config_fingerprint(&g->cfg, &fp);
+	fp = htole64(fp);
+	r = send_msg(fd, WIRE_MSG_JOIN, 0, g->my_id, &fp, 8);
+	if (!r)
+		r = recv_msg(fd, until, &buf, &msg, &e2);
+	if (r) {
+		close(fd);
+		free(buf);
+		return 1;
+	}
+	if (msg.type == WIRE_MSG_REFUSE) {
+		bool final = msg.flags & JOIN_REFUSE_FINAL;
+
+		squall_error_set(err, -ECONNREFUSED, "member %u refused member "
+				 "%u's join: %.*s", m->id, g->my_id,
+				 (int)msg.payload_len, (const char *)msg.payload);
+		close(fd);
+		free(buf);
+		return final ? -ECONNREFUSED : 1;
+	}
+	if (msg.type != WIRE_MSG_VIEW_COMMIT || msg.payload_len < 12) {
+		close(fd);
+		free(buf);
+		return 1;
+	}
+	memcpy(&v->epoch, msg.payload, 8);
+	v->epoch = le64toh(v->epoch);
+	memcpy(&n, msg.payload + 8, 4);
+	n = le32toh(n);
+	if (n == 0 || n > GROUP_CONFIG_MAX_MEMBERS ||
+	    msg.payload_len < 12 + 4 * n) {
+		close(fd);
+		free(buf);
+		return 1;
+	}
+	v->nmembers = 0;
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t id;
+		int k;
+
+		memcpy(&id, msg.payload + 12 + 4 * i, 4);
+		k = group_config_member_index(&g->cfg, le32toh(id));
+		if (k >= 0)
+			v->members[v->nmembers++] = g->cfg.members[k];
+	}
+	free(buf);
+	r = recv_msg(fd, until + 60000, &sbuf, &msg, &e2);
+	close(fd);
+	if (r || msg.type != WIRE_MSG_STATE_XFER) {
+		free(sbuf);
+		return squall_error_set(err, r ? r : -EPROTO, "member %u: the "
+			"state from member %u did not arrive: %s", g->my_id,
+			m->id, r ? (e2.code ? e2.msg : strerror(-r))
+				 : "another message came");
+	}
+	*state = sbuf;
+	*state_len = msg.payload_len;
+	/* The payload stays inside sbuf: hand out its start. */
+	memmove(sbuf, msg.payload, msg.payload_len);
+	return 0;
+}
+
+static int join(struct group *g, const struct group_config *cfg,
+		uint32_t my_id, struct squall_error *err)
+{
+	uint64_t until = group_now_ms() + cfg->connect_timeout_ms;
+	struct squall_error refused = { 0 };
+	uint8_t *state = NULL;
+	size_t state_len = 0;
+	int r = group_init_region(g, cfg, my_id, err);
+
+	if (r)
+		return r;
+	g->vcfg = *cfg;
+	for (;;) {
+		for (uint32_t i = 0; i < cfg->nmembers; i++) {
+			if (cfg->members[i].id == my_id)
+				continue;
+			r = ask(g, &cfg->members[i], until, &g->vcfg, &state,
+				&state_len, &refused);
+			if (r <= 0)
+				break;
+		}
+		if (r <= 0 || group_now_ms() >= until)
+			break;
+		group_nap();
+		usleep(200000);
+	}
+	if (r < 0 || (r > 0 && refused.code)) {
+		*err = refused;
+		return refused.code ? refused.code : r;
+	}
+	if (r > 0)
+		return squall_error_set(err, -ETIMEDOUT, "member %u: no member "
+			"of %s answered its join within %u ms", my_id, cfg->path,
+			cfg->connect_timeout_ms);
+	if (g->cb.state_load)
+		g->cb.state_load(g->ctx, state, state_len);
+	free(state);
+	g->vcfg.connect_timeout_ms = cfg->view_timeout_ms;
+	r = group_epoch_build(g, err);
+	if (!r)
+		r = group_join_listen(g, err);
+	if (!r)
+		r = group_view_start(g, err);
+	return r;
+}
+
+struct group *group_join_cfg(const struct group_config *cfg, uint32_t my_id,
+			     const struct group_callbacks *cb, void *ctx,
+			     struct squall_error *err)
+{
+	struct group *g;
+
+	squall_error_clear(err);
+	if (!cfg) {
+		squall_error_set(err, -EINVAL, "group_join: no configuration");
+		return NULL;
+	}
+	g = group_alloc(cb, ctx, err);
+	if (!g)
+		return NULL;
+	if (join(g, cfg, my_id, err)) {
+		atomic_store(&g->quiet, true);
+		group_view_stop(g);
+		group_epoch_teardown(g);
+		group_free(g);
+		return NULL;
+	}
+	group_call_view(g);
+	atomic_store_explicit(&g->ready, true, memory_order_release);
+	return g;
+}
+
+struct group *group_join(const char *cfg_path, uint32_t my_id,
+			 const struct group_callbacks *cb, void *ctx,
+			 struct squall_error *err)
+{
+	struct group_config *cfg = malloc(sizeof(*cfg));
+	struct group *g;
+
+	if (!cfg) {
+		squall_error_set(err, -ENOMEM, "group_join: out of memory");
+		return NULL;
+	}
+	if (group_config_load(cfg_path, cfg, err)) {
+		free(cfg);
+		return NULL;
+	}
+	g = group_join_cfg(cfg, my_id, cb, ctx, err);
+	free(cfg);
+	return g;
+}
