@@ -16,11 +16,18 @@
  * member sent before closing) and prints one line:
  *   KVSTORE member=ID sent=S applied=A keys=K state_hash=H order_hash=O
  * state_hash depends only on the table's contents, order_hash on the exact
- * sequence of commands applied; both agree on every member.
+ * sequence of commands applied; both agree on every member that was in
+ * the group from the start.
+ *
+ * --join starts a member that joins the running group (group_join): it
+ * receives the table from a member (the state-transfer upcalls below)
+ * before it applies any command, and ends with the same state_hash.
+ * --rate paces --random (commands per second). Each view is printed as
+ *   VIEW member=ID epoch=E members=A,B,C
  *
  * usage: kvstore --config GROUP.cfg [--id N] [--node NODE.cfg]
  *                [--set section.key=value]... [--script FILE | --random N]
- *                [--seed S] [--quiet]
+ *                [--seed S] [--rate R] [--join] [--quiet]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <squall/group.h>
 
@@ -149,6 +157,62 @@ static void on_failure(void *ctx, uint32_t member, const char *why)
 	fprintf(stderr, "kvstore: member %u failed: %s\n", member, why);
 }
 
+static void on_view(void *ctx, const struct group_view *v)
+{
+	(void)ctx;
+	printf("VIEW member=%u epoch=%" PRIu64 " members=", v->my_id, v->epoch);
+	for (uint32_t i = 0; i < v->nmembers; i++)
+		printf("%s%u", i ? "," : "", v->members[i]);
+	printf("\n");
+	fflush(stdout);
+}
+
+/* State transfer: the table as "key value" lines. */
+static int state_save(void *ctx, void **data, size_t *len)
+{
+	struct store *st = ctx;
+	size_t cap = st->keys * (KEY_MAX + VALUE_MAX + 2) + 1, n = 0;
+	char *buf = malloc(cap);
+
+	if (!buf)
+		return -ENOMEM;
+	for (int i = 0; i < NBUCKETS; i++)
+		for (const struct entry *e = st->b[i]; e; e = e->next)
+			n += (size_t)snprintf(buf + n, cap - n, "%s %s\n",
+					      e->key, e->value);
+	*data = buf;
+	*len = n;
+	return 0;
+}
+
+static void state_load(void *ctx, const void *data, size_t len)
+{
+	struct store *st = ctx;
+	char *text = malloc(len + 1), *line, *save = NULL;
+
+	if (!text) {
+		st->bad++;
+		return;
+	}
+	memcpy(text, data, len);
+	text[len] = 0;
+	for (line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *value = strchr(line, ' ');
+
+		if (!value) {
+			st->bad++;
+			continue;
+		}
+		*value++ = 0;
+		put(st, line, value);
+	}
+	free(text);
+	printf("STATE loaded keys=%" PRIu64 " table_hash=%016" PRIx64 "\n",
+	       st->keys, state_hash(st));
+	fflush(stdout);
+}
+
 /* Send one command: lease a buffer, write the command into it, send. */
 static int submit(struct store *st, const char *fmt, const char *key,
 		  const char *value)
@@ -221,13 +285,17 @@ static int run_script(struct store *st, FILE *f, bool quiet)
 	return r;
 }
 
-static int run_random(struct store *st, unsigned long n, unsigned seed)
+static int run_random(struct store *st, unsigned long n, unsigned seed,
+		      unsigned rate)
 {
 	uint64_t x = seed * 0x9e3779b97f4a7c15ull + group_my_id(st->g) + 1;
 	char key[32], value[64];
 	int r = 0;
 
 	for (unsigned long i = 0; i < n && !r; i++) {
+		if (rate)
+			nanosleep(&(struct timespec){ 0, 1000000000L / rate },
+				  NULL);
 		x ^= x << 13;
 		x ^= x >> 7;
 		x ^= x << 17;
@@ -247,7 +315,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: kvstore --config GROUP.cfg [--id N] "
 		"[--node NODE.cfg] [--set section.key=value]... "
-		"[--script FILE | --random N] [--seed S] [--quiet]\n");
+		"[--script FILE | --random N] [--seed S] [--rate R] [--join] "
+		"[--quiet]\n");
 	exit(2);
 }
 
@@ -262,6 +331,8 @@ int main(int argc, char **argv)
 		{ "random", required_argument, 0, 'r' },
 		{ "seed", required_argument, 0, 'S' },
 		{ "quiet", no_argument, 0, 'q' },
+		{ "rate", required_argument, 0, 'R' },
+		{ "join", no_argument, 0, 'j' },
 		{ 0, 0, 0, 0 },
 	};
 	const char *cfg_path = NULL, *node = NULL, *script = NULL, *id = NULL;
@@ -269,9 +340,16 @@ int main(int argc, char **argv)
 	size_t nsets = 0;
 	unsigned long nrandom = 0;
 	unsigned seed = 1;
-	bool quiet = false;
+	bool quiet = false, join = false;
+	unsigned rate = 0;
 	struct group_config *cfg = calloc(1, sizeof(*cfg));
-	struct group_callbacks cb = { .deliver = deliver, .failure = on_failure };
+	struct group_callbacks cb = {
+		.deliver = deliver,
+		.failure = on_failure,
+		.view = on_view,
+		.state_save = state_save,
+		.state_load = state_load,
+	};
 	struct store *st = calloc(1, sizeof(*st));
 	struct squall_error err;
 	struct group_stats gs;
@@ -296,6 +374,8 @@ int main(int argc, char **argv)
 		case 'r': nrandom = strtoul(optarg, NULL, 0); break;
 		case 'S': seed = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'q': quiet = true; break;
+		case 'R': rate = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'j': join = true; break;
 		default: usage();
 		}
 	}
@@ -310,13 +390,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kvstore: %s\n", err.msg);
 		return 1;
 	}
-	st->g = group_create_cfg(cfg, (uint32_t)my_id, &cb, st, &err);
+	st->g = join ? group_join_cfg(cfg, (uint32_t)my_id, &cb, st, &err)
+		     : group_create_cfg(cfg, (uint32_t)my_id, &cb, st, &err);
 	if (!st->g) {
 		fprintf(stderr, "kvstore: member %ld: %s\n", my_id, err.msg);
 		return 1;
 	}
 	if (nrandom) {
-		r = run_random(st, nrandom, seed);
+		r = run_random(st, nrandom, seed, rate);
 	} else if (script) {
 		FILE *f = fopen(script, "r");
 
@@ -332,6 +413,12 @@ int main(int argc, char **argv)
 	}
 	group_stats(st->g, &gs);
 	sent = gs.sent;
+	/* Close together, so every member applies every command: a member
+	 * that closed while the others still sent would leave the group. */
+	if (!r && group_barrier(st->g, 600000, &err)) {
+		fprintf(stderr, "kvstore: member %ld: barrier: %s\n", my_id, err.msg);
+		r = -EIO;
+	}
 	if (group_close(st->g, 600000, &err)) {
 		fprintf(stderr, "kvstore: member %ld: close: %s\n", my_id, err.msg);
 		r = r ? r : -EIO;

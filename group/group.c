@@ -1118,15 +1118,28 @@ static bool own_flushed(struct group *g)
 	uint64_t sent = col_of(g, g->me, COL_SENT);
 	bool all_closing = true;
 
+	uint64_t now = group_now_ms();
+
 	if (atomic_load(&g->wedged) || sent != atomic_load(&g->sent_epoch))
-		return false;
+		goto not_yet;
 	for (uint32_t j = 0; j < g->n; j++) {
 		if (col_of(g, j, COL_CLOSING) < 1)
 			all_closing = false;
 		if (sst_get_elem(g->t, j, cd, g->me) < sent)
-			return false;
+			goto not_yet;
 	}
-	return !all_closing;
+	if (all_closing)
+		goto not_yet;
+	/* Members that close at about the same time (after a barrier, or
+	 * at the end of a run) flush together rather than leave one by
+	 * one: a leave waits that long for the others to close too. */
+	if (!g->leave_since)
+		g->leave_since = now;
+	return now - g->leave_since >= GROUP_LEAVE_GRACE_MS +
+				       2ull * g->cfg.sst_heartbeat_ms;
+not_yet:
+	g->leave_since = 0;
+	return false;
 }
 
 static bool flushed_or_alone(struct group *g)

@@ -44,6 +44,10 @@
  * message it sent is delivered everywhere; drop it in the next view. */
 #define GROUP_CLOSE_LEFT 3u
 
+/* How long a closing member whose messages are everywhere waits for the
+ * others to close too before it leaves alone (plus two heartbeats). */
+#define GROUP_LEAVE_GRACE_MS 500u
+
 /* Message kinds in the SMC stream. */
 #define GROUP_KIND_APP 0u
 #define GROUP_KIND_ANNOUNCE 1u
@@ -216,6 +220,8 @@ struct group {
 	uint64_t close_state;           /* 1: closing, flushing; 2: flushed;
 					   GROUP_CLOSE_LEFT: leaving alone */
 	bool leaving;
+	uint64_t leave_since;           /* own messages flushed, others not
+					   closing, since (ms) */
 	uint64_t pub_epoch, pub_barriers, pub_close, pub_sent; /* published */
 	atomic_int failed;              /* first failure: -ENOTCONN */
 	char fail_msg[SQUALL_ERRMSG_MAX];

@@ -463,6 +463,10 @@ int main(int argc, char **argv)
 		}
 	}
 	group_stats(m->g, &gs);
+	/* Close together: a member that closes while the others still
+	 * send leaves the group instead of flushing with them. */
+	if (!m->p2p && group_barrier(m->g, 900000, &err))
+		fprintf(stderr, "group_member %u: barrier: %s\n", m->id, err.msg);
 	if (group_close(m->g, 900000, &err)) {
 		fprintf(stderr, "group_member %u: close: %s\n", m->id, err.msg);
 		r = r ? r : -EIO;

@@ -1,0 +1,48 @@
+# examples/kvstore: 3 members stream random puts and deletes; a 4th
+# (members[3].joins = true in conf/local-join4.cfg) starts mid-stream with
+# --join, receives the table through the state-transfer upcalls before it
+# applies anything, sends commands of its own, and every member ends with
+# the same table (state hash).
+N=4
+CFG=$SRC/conf/local-join4.cfg
+. "$SRC/tests/vm/group_common.sh"
+
+KV=$BUILD/examples/kvstore
+for i in 0 1 2; do
+    "$KV" --config "$CFG" --id "$i" --random 3000 --rate 300 \
+        >"$OUT/kv.$i.out" 2>"$OUT/kv.$i.err" &
+    PID[$i]=$!
+done
+deadline=$(( $(date +%s) + 180 ))
+until [ "$(cat "$OUT"/kv.[012].out 2>/dev/null | grep -c '^VIEW .*epoch=0 ')" = 3 ]; do
+    [ "$(date +%s)" -lt "$deadline" ] || fail "join: the first 3 members did not start within 180 s"
+    sleep 0.2
+done
+sleep 2
+t0=$(date +%s%3N)
+"$KV" --config "$CFG" --id 3 --join --random 500 --rate 300 \
+    >"$OUT/kv.3.out" 2>"$OUT/kv.3.err" &
+PID[3]=$!
+for i in 0 1 2 3; do
+    finish "$i" 600
+    [ "$RC" = 0 ] || fail "join: member $i exited with status $RC"
+done
+grep -q "^STATE loaded " "$OUT/kv.3.out" || fail "join: member 3 loaded no state"
+grep -q "^VIEW member=3 epoch=[1-9][0-9]* members=0,1,2,3$" "$OUT/kv.3.out" ||
+    fail "join: member 3 did not enter a view with members 0,1,2,3"
+joined_ms=$(( $(date +%s%3N) - t0 ))
+s0=$(field kv 0 state_hash)
+for i in 0 1 2 3; do
+    grep -q "^VIEW member=$i epoch=[1-9][0-9]* members=0,1,2,3$" "$OUT/kv.$i.out" ||
+        fail "join: member $i never installed the view with member 3"
+    [ "$(field kv "$i" state_hash)" = "$s0" ] ||
+        fail "join: member $i's table differs ($(field kv "$i" state_hash), member 0: $s0)"
+done
+for i in 0 1 2; do
+    grep -q "^KVSTORE member=$i sent=3000 applied=9500 " "$OUT/kv.$i.out" ||
+        fail "join: member $i did not apply all 9,500 commands"
+done
+[ "$(field kv 0 order_hash)" = "$(field kv 1 order_hash)" ] && [ "$(field kv 0 order_hash)" = "$(field kv 2 order_hash)" ] ||
+    fail "join: members 0, 1, 2 applied different orders"
+echo "ok: kvstore join: member 3 joined mid-stream ($(sed -n 's/^STATE loaded keys=\([0-9]*\).*/\1/p' "$OUT/kv.3.out") keys transferred), applied $(field kv 3 applied) commands after it; all 4 end with state hash $s0"
+echo "PASS"
