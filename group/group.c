@@ -81,8 +81,9 @@ static void on_suspect(struct sst *t, uint32_t rank, uint32_t by,
 		return;
 	if (rank == g->me) {
 		group_fail(g, -ENOTCONN, "member %u: member %u suspects this "
-			   "member: it is no longer in view %" PRIu64, g->my_id,
-			   g->ids[by], g->vcfg.epoch);
+			   "member, which is cut off from view %" PRIu64 " and "
+			   "stops (only a side with a majority of the view may "
+			   "go on)", g->my_id, g->ids[by], g->vcfg.epoch);
 		if (g->cb.failure)
 			g->cb.failure(g->ctx, g->my_id, g->fail_msg);
 		return;
@@ -375,10 +376,14 @@ void group_free(struct group *g)
 		g->own = o->next;
 		free(o);
 	}
-	while (g->resend_head) {
-		struct group_resend *rs = g->resend_head;
+	while (g->resend_head || g->resend_later) {
+		struct group_resend *rs = g->resend_head ? g->resend_head
+							 : g->resend_later;
 
-		g->resend_head = rs->next;
+		if (rs == g->resend_head)
+			g->resend_head = rs->next;
+		else
+			g->resend_later = rs->next;
 		free(rs);
 	}
 	group_join_close(g);
@@ -601,7 +606,7 @@ static void wait_next_view(struct group *g, uint64_t epoch, uint64_t until)
 static int view_enter(struct group *g, bool wait, uint64_t until,
 		      struct squall_error *err)
 {
-	bool self = group_progress_self == g;
+	bool self = group_lockless(g);
 
 	/* The view thread sends again under the write lock it holds. */
 	if (group_view_self == g)
@@ -630,7 +635,7 @@ static int view_enter(struct group *g, bool wait, uint64_t until,
 
 static void view_leave(struct group *g)
 {
-	if (group_progress_self != g && group_view_self != g)
+	if (!group_lockless(g))
 		pthread_rwlock_unlock(&g->epoch_lock);
 }
 
@@ -678,6 +683,11 @@ static int smc_send(struct group *g, const void *p, uint32_t len, int timeout_ms
 		view_leave(g);
 		if (r == 0)
 			return 0;
+		if (ending && group_view_self == g)
+			/* Sending again at a view's start, and it is ending
+			 * already: the next view takes the rest. */
+			return squall_error_set(err, -ESTALE, "member %u: view %"
+				PRIu64 " ended while sending again", g->my_id, epoch);
 		if (ending) {
 			/* The view is ending (wedged, or a write to a failed
 			 * member could not be posted): nothing was sent. */
@@ -819,6 +829,8 @@ int group_resend(struct group *g, struct group_resend *rs,
 	g->resending = false;
 	if (r == 0)
 		atomic_fetch_add(&g->sent_epoch, 1);
+	if (r && smc_core_error(g->core))
+		r = -ESTALE;
 	return r ? squall_error_set(err, r, "member %u: sending a message "
 		"again in the new view failed: %s", g->my_id, strerror(-r)) : 0;
 }
@@ -942,7 +954,7 @@ static int p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
 int group_p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
 		   struct squall_error *err)
 {
-	bool self = group_progress_self == g;
+	bool self = group_lockless(g);
 	int r;
 
 	/* Not ordered: a wedged view's connections still carry it. */
@@ -969,7 +981,7 @@ int group_release(struct group *g, const struct buf_desc *d)
 	if (!k)
 		return -EINVAL;
 	if (k->kind == KEPT_SMC) {
-		bool self = group_progress_self == g;
+		bool self = group_lockless(g);
 		bool gone = false;
 
 		if (!self)
@@ -1236,7 +1248,7 @@ const struct group_config *group_get_config(const struct group *g)
 
 void group_stats(struct group *g, struct group_stats *st)
 {
-	bool self = group_progress_self == g;
+	bool self = group_lockless(g);
 	struct smc_stats ss = { 0 };
 	struct rdmc_stats rs = { 0 };
 	uint64_t epoch;

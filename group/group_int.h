@@ -235,6 +235,7 @@ struct group {
 	uint64_t seq_base;              /* positions of earlier views */
 	atomic_uint_fast64_t sent_epoch; /* ordered sends in this view */
 	atomic_bool wedged;             /* sends wait for the next view */
+	atomic_bool installing;         /* the view thread builds a view */
 	bool resending;                 /* view thread: leases already taken */
 	struct group_own *own;          /* under lock */
 	pthread_t view_thread;
@@ -258,6 +259,9 @@ struct group {
 	bool ragged;                    /* delivering the trim */
 	uint64_t vc_start_ms;
 	struct group_resend *resend_head, **resend_tail;
+	/* Messages a view ended before they could be sent again in it: they
+	 * follow the next trim's own messages. */
+	struct group_resend *resend_later;
 	atomic_uint_fast64_t st_wedges, st_commits, st_resent, st_vc_ms,
 		st_old_copies, st_old_waits;
 };
@@ -268,6 +272,12 @@ extern __thread struct group *group_progress_self;
 /* The group whose view thread this is (it holds epoch_lock for writing
  * while it sends again). */
 extern __thread struct group *group_view_self;
+
+/* On those two threads the group's calls take no epoch_lock. */
+static inline bool group_lockless(const struct group *g)
+{
+	return group_progress_self == g || group_view_self == g;
+}
 
 /* link.c: SMC's transport operations and the SST dispatch hooks. */
 extern const struct smc_core_ops group_smc_ops;

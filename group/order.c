@@ -620,6 +620,13 @@ void group_deliver_trim(struct group *g)
 	g->ragged = true;
 	smc_core_deliver_trim(g->core, trim);
 	g->ragged = false;
-	/* Own messages past the trim, in send order. */
+	/* Own messages past the trim, in send order, then those an earlier
+	 * view could not send again. */
 	smc_core_take_own(g->core, take_own, g);
+	if (g->resend_later) {
+		*g->resend_tail = g->resend_later;
+		while (*g->resend_tail)
+			g->resend_tail = &(*g->resend_tail)->next;
+		g->resend_later = NULL;
+	}
 }

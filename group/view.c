@@ -138,16 +138,7 @@ static void adopt(struct group *g, const uint64_t *trim, uint64_t mask,
 {
 	uint32_t ct = (uint32_t)g->col[COL_TRIM];
 
-	if (g->vc_delivered &&
-	    memcmp(trim, g->vc_trim, (size_t)g->n * sizeof(*trim))) {
-		group_fail(g, -EPROTO, "member %u: view %" PRIu64 ": a second "
-			   "trim differs from the one delivered", g->my_id,
-			   g->vcfg.epoch);
-		stop(g);
-		return;
-	}
-	if (!g->vc_adopted)
-		atomic_fetch_add(&g->st_commits, 1);
+	atomic_fetch_add(&g->st_commits, 1);
 	VDBG("adopt mask %" PRIx64 " adds %" PRIx64 " trim %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64, mask, adds, trim[0], g->n > 1 ? trim[1] : 0, g->n > 2 ? trim[2] : 0, g->n > 3 ? trim[3] : 0);
 	memcpy(g->vc_trim, trim, (size_t)g->n * sizeof(*trim));
 	g->vc_adopted = true;
@@ -159,72 +150,49 @@ static void adopt(struct group *g, const uint64_t *trim, uint64_t mask,
 	sst_set(g->t, (uint32_t)g->col[COL_TMASK], mask + 1);
 }
 
-/* A trim some survivor adopted (its mask within the current one): the
- * member whose row holds it, or false. */
-static bool adopted_by(struct group *g, uint64_t mask, uint32_t *who,
-		       uint64_t *amask)
+/* Adopt the trim in member j's row, if it has one for a mask within
+ * mine: a trim exists once, and whoever adopted it may have delivered
+ * it. */
+static bool adopt_from(struct group *g, uint32_t j, uint64_t mask)
 {
-	if (g->vc_adopted) {
-		*who = g->me;
-		*amask = g->vc_tmask;
-		return true;
-	}
-	for (uint32_t j = 0; j < g->n; j++) {
-		uint64_t tm = row(g, j, COL_TMASK);
+	uint64_t trim[GROUP_CONFIG_MAX_MEMBERS], tm = row(g, j, COL_TMASK), adds;
 
-		if (!(mask >> j & 1) && tm && ((tm - 1) & ~mask) == 0) {
-			*who = j;
-			*amask = tm - 1;
-			return true;
-		}
-	}
-	return false;
+	if (!tm || ((tm - 1) & ~mask))
+		return false;
+	for (uint32_t s = 0; s < g->n; s++)
+		trim[s] = row_elem(g, j, COL_TRIM, s);
+	adds = row(g, j, COL_TADD);
+	/* The trim and its mask land in one write; read the mask again so
+	 * the trim read is not older than it. */
+	if (row(g, j, COL_TMASK) != tm)
+		return false;
+	adopt(g, trim, tm - 1, adds);
+	return true;
 }
 
+/* The leader: once every survivor is wedged for my mask, take the trim a
+ * survivor already adopted, or compute it: per sender, the least any
+ * survivor holds. */
 static void lead(struct group *g, uint64_t mask, uint64_t joins,
 		 const uint64_t *have)
 {
-	uint64_t trim[GROUP_CONFIG_MAX_MEMBERS], amask, adds = joins;
-	uint32_t who;
+	uint64_t trim[GROUP_CONFIG_MAX_MEMBERS];
 
 	for (uint32_t j = 0; j < g->n; j++)
 		if (j != g->me && !(mask >> j & 1) &&
-		    row(g, j, COL_ACK) != mask + 1) {
-			static __thread uint64_t last;
-			if (group_now_ms() - last > 500) { last = group_now_ms(); VDBG("lead: waiting ack of %u (has %" PRIu64 ", mask %" PRIx64 ")", j, row(g, j, COL_ACK), mask); }
+		    row(g, j, COL_ACK) != mask + 1)
 			return;
-		}
-	/* Every survivor is wedged for this mask. */
-	if (adopted_by(g, mask, &who, &amask)) {
-		for (uint32_t s = 0; s < g->n; s++)
-			trim[s] = who == g->me ? g->vc_trim[s]
-					       : row_elem(g, who, COL_TRIM, s);
-		adds = who == g->me ? g->vc_tadd : row(g, who, COL_TADD);
-	} else {
-		for (uint32_t s = 0; s < g->n; s++) {
-			trim[s] = have[s];
-			for (uint32_t j = 0; j < g->n; j++)
-				if (j != g->me && !(mask >> j & 1) &&
-				    row_elem(g, j, COL_HAVE, s) < trim[s])
-					trim[s] = row_elem(g, j, COL_HAVE, s);
-		}
+	for (uint32_t j = 0; j < g->n; j++)
+		if (j != g->me && !(mask >> j & 1) && adopt_from(g, j, mask))
+			return;
+	for (uint32_t s = 0; s < g->n; s++) {
+		trim[s] = have[s];
+		for (uint32_t j = 0; j < g->n; j++)
+			if (j != g->me && !(mask >> j & 1) &&
+			    row_elem(g, j, COL_HAVE, s) < trim[s])
+				trim[s] = row_elem(g, j, COL_HAVE, s);
 	}
-	adopt(g, trim, mask, adds);
-}
-
-static void follow(struct group *g, uint64_t mask, uint32_t leader)
-{
-	uint64_t trim[GROUP_CONFIG_MAX_MEMBERS], adds;
-
-	if (row(g, leader, COL_TMASK) != mask + 1)
-		return;
-	for (uint32_t s = 0; s < g->n; s++)
-		trim[s] = row_elem(g, leader, COL_TRIM, s);
-	adds = row(g, leader, COL_TADD);
-	/* The trim and its mask land in one write; read the mask again so
-	 * the trim read is not older than it. */
-	if (row(g, leader, COL_TMASK) == mask + 1)
-		adopt(g, trim, mask, adds);
+	adopt(g, trim, mask, joins);
 }
 
 bool group_view_pass(struct group *g, bool *work)
@@ -233,8 +201,8 @@ bool group_view_pass(struct group *g, bool *work)
 	uint32_t ctm = (uint32_t)g->col[COL_TMASK];
 	uint64_t inview = group_cfg_bits(g, &g->vcfg);
 	uint64_t have[GROUP_CONFIG_MAX_MEMBERS];
-	uint64_t mask = 0, left = 0, joins = 0, amask = 0;
-	uint32_t leader = UINT32_MAX, alive, base, who;
+	uint64_t mask = 0, left = 0, joins = 0, base_mask;
+	uint32_t leader = UINT32_MAX, alive, base;
 	bool all = true, joined = false;
 
 	if (atomic_load(&g->failed))
@@ -242,13 +210,19 @@ bool group_view_pass(struct group *g, bool *work)
 	if (atomic_load(&g->quiet))
 		return false;
 	for (uint32_t j = 0; j < g->n; j++) {
+		uint64_t tm = row(g, j, COL_TMASK);
+
 		if (j == g->me) {
 			joins |= row(g, j, COL_JOIN);
 			continue;
 		}
-		/* A member that left in order and is gone is no failure. */
+		/* A member that left in order is no failure; nor is one
+		 * that adopted the same trim as this member and went quiet:
+		 * it is installing the next view. */
 		if (row(g, j, COL_CLOSING) == GROUP_CLOSE_LEFT) {
 			left |= 1ull << j;
+		} else if (g->vc_adopted && tm == g->vc_tmask + 1) {
+			continue;
 		} else if (sst_suspected(g->t, j)) {
 			mask |= 1ull << j;
 		} else {
@@ -270,13 +244,17 @@ bool group_view_pass(struct group *g, bool *work)
 	if (g->vc == VC_NONE)
 		wedge(g);
 	*work = true;
+	/* The view thread is still sending again what the last change
+	 * left: the wedge stops it; the rest waits until it let go. */
+	if (atomic_load(&g->installing))
+		return true;
 	g->vc_mask = mask;
-	/* Majority of the view being replaced, or of the one a trim
-	 * already decided. Members that left in order are not on the other
+	/* Majority of the view being replaced, or of the one the adopted
+	 * trim decided. Members that left in order are not on the other
 	 * side of a partition: they do not count against it. */
-	adopted_by(g, mask, &who, &amask);
-	base = g->n - (uint32_t)__builtin_popcountll(amask | left);
-	alive = g->n - (uint32_t)__builtin_popcountll(mask);
+	base_mask = (g->vc_adopted ? g->vc_tmask : 0) | left;
+	base = g->n - (uint32_t)__builtin_popcountll(base_mask);
+	alive = g->n - (uint32_t)__builtin_popcountll(mask | base_mask);
 	if (alive * 2 <= base) {
 		char gone[256];
 
@@ -297,31 +275,30 @@ bool group_view_pass(struct group *g, bool *work)
 	for (uint32_t j = 0; j < g->n && leader == UINT32_MAX; j++)
 		if (!(mask >> j & 1))
 			leader = j;
-	if (!g->vc_adopted || g->vc_tmask != mask) {
+	if (!g->vc_adopted) {
 		if (leader == g->me)
 			lead(g, mask, joins, have);
 		else
-			follow(g, mask, leader);
+			adopt_from(g, leader, mask);
 	}
 	sst_push_cols(g->t, ch, ctm - ch + 1);
-	if (!g->vc_adopted || g->vc_tmask != mask || atomic_load(&g->failed))
+	if (!g->vc_adopted || atomic_load(&g->failed))
 		return true;
 	if (!g->vc_delivered) {
 		group_deliver_trim(g);
 		g->vc_delivered = true;
 		VDBG("trim delivered");
 	}
+	/* Install once every other member of the next view adopted the
+	 * trim too, or is gone (the next view's first change drops it). */
 	for (uint32_t j = 0; j < g->n; j++)
-		if (j != g->me && !(mask >> j & 1) &&
-		    row(g, j, COL_TMASK) != mask + 1)
+		if (j != g->me && !(g->vc_tmask >> j & 1) &&
+		    row(g, j, COL_TMASK) != g->vc_tmask + 1 &&
+		    !(mask >> j & 1))
 			all = false;
-	if (!all) {
-		static __thread uint64_t last2;
-		if (group_now_ms() - last2 > 500) { last2 = group_now_ms(); VDBG("waiting for all to adopt"); }
+	if (!all)
 		return true;
-	}
 	VDBG("all adopted");
-	/* Every survivor holds this trim: nobody will need another. */
 	g->vc = VC_INSTALL;
 	pthread_mutex_lock(&g->lock);
 	g->install_due = true;
@@ -365,6 +342,7 @@ static void install(struct group *g)
 	if (adds)
 		group_join_answer(g, nv.epoch, ids, n);
 	pthread_rwlock_wrlock(&g->epoch_lock);
+	atomic_store(&g->installing, true);
 	group_epoch_teardown(g);
 	pthread_mutex_lock(&g->lock);
 	g->vcfg = nv;
@@ -373,27 +351,43 @@ static void install(struct group *g)
 	VDBG("install: torn down, building epoch %" PRIu64 " with %u", nv.epoch, n);
 	r = group_epoch_build(g, &err);
 	VDBG("install: built r=%d %s", r, err.msg);
-	while (!r && (rs = g->resend_head)) {
-		r = group_resend(g, rs, &err);
-		g->resend_head = rs->next;
-		free(rs);
-		resent++;
-	}
-	g->resend_tail = &g->resend_head;
-	atomic_fetch_add(&g->st_resent, resent);
 	if (r) {
 		group_fail(g, r, "member %u: installing view %" PRIu64 " failed: "
 			   "%s", g->my_id, nv.epoch, err.msg);
+		atomic_store(&g->installing, false);
 		pthread_rwlock_unlock(&g->epoch_lock);
 		stop(g);
 		return;
 	}
-	atomic_store(&g->st_vc_ms, group_now_ms() - g->vc_start_ms);
-	VDBG("install: done, resent %" PRIu64, resent);
-	atomic_store(&g->wedged, false);
-	pthread_rwlock_unlock(&g->epoch_lock);
+	/* The view upcall comes before anything of the view is delivered;
+	 * then own messages past the trim go again, before any new send. */
 	group_call_view(g);
 	atomic_store_explicit(&g->ready, true, memory_order_release);
+	sst_wake(g->t);
+	while ((rs = g->resend_head)) {
+		if (group_resend(g, rs, &err))
+			break;
+		g->resend_head = rs->next;
+		free(rs);
+		resent++;
+	}
+	if (g->resend_head) {
+		/* This view is ending already (a survivor did not come
+		 * back): the rest waits for the next one. */
+		*g->resend_tail = g->resend_later;
+		g->resend_later = g->resend_head;
+		g->resend_head = NULL;
+	}
+	g->resend_tail = &g->resend_head;
+	atomic_fetch_add(&g->st_resent, resent);
+	atomic_store(&g->st_vc_ms, group_now_ms() - g->vc_start_ms);
+	VDBG("install: done, resent %" PRIu64, resent);
+	atomic_store(&g->installing, false);
+	/* Sends go on, unless the next change already wedged this view
+	 * (the core refuses them then all the same). */
+	if (!smc_core_error(g->core))
+		atomic_store(&g->wedged, false);
+	pthread_rwlock_unlock(&g->epoch_lock);
 	sst_wake(g->t);
 	pthread_mutex_lock(&g->lock);
 	pthread_cond_broadcast(&g->room);

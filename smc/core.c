@@ -337,7 +337,11 @@ int smc_core_send_kind(struct smc_core *c, const void *payload, uint32_t len,
 		c->st.payload_copies++;
 	}
 	c->sends_since_pass++;
-	r = post_pending(c);
+	/* The message has its place now: a write that cannot be posted is
+	 * the transport's failure, kept for later calls (a view change
+	 * decides what becomes of this message), not this send's. */
+	post_pending(c);
+	r = 0;
 out:
 	pthread_mutex_unlock(&c->lock);
 	return r;

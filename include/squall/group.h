@@ -189,13 +189,17 @@ int group_release(struct group *g, const struct buf_desc *d);
  * timeout_ms; < 0: no limit). */
 int group_barrier(struct group *g, int timeout_ms, struct squall_error *err);
 
-/* Flush and leave: wait until every member has closed and every ordered
- * message sent by any member before its close is delivered on every
- * member, then disconnect and free everything (g is gone, and with it the
- * allocator and any kept delivery). A failed member does not hold the
- * others back. Returns 0, or -ENOTCONN / -ETIMEDOUT (after timeout_ms;
- * < 0: no limit) when the flush could not complete (g is freed all the
- * same). */
+/* Flush and leave. When every member of the view closes (within half a
+ * second of each other), wait until every ordered message sent by any
+ * member before its close is delivered on every member. When the others
+ * go on, this is a clean leave: wait until every message this member
+ * sent is delivered on every member, then leave; the others install a
+ * view without it (no failure is reported). Members that must all see
+ * everything close after a group_barrier(). Then disconnect and free
+ * everything (g is gone, and with it the allocator and any kept
+ * delivery). A failed member does not hold the others back. Returns 0,
+ * or -ENOTCONN / -ETIMEDOUT (after timeout_ms; < 0: no limit) when the
+ * flush could not complete (g is freed all the same). */
 int group_close(struct group *g, int timeout_ms, struct squall_error *err);
 
 /* 0 while the group works; otherwise the code every call now returns

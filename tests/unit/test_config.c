@@ -633,6 +633,46 @@ static void test_my_id(void **state)
 	unsetenv("SQUALL_MEMBER_ID");
 }
 
+/* members[i].joins: a member outside the first view; a bool; at least
+ * one member must be in the first view; part of the fingerprint. */
+static void test_joins(void **state)
+{
+	struct group_config cfg, plain;
+	struct squall_error err;
+	uint64_t a, b;
+	char *text = variant("port = 7400; }\n);", "port = 7400; joins = true; }\n);");
+
+	(void)state;
+	write_file(gpath, text);
+	free(text);
+	assert_int_equal(group_config_load(gpath, &cfg, &err), 0);
+	assert_false(cfg.members[0].joins);
+	assert_true(cfg.members[1].joins);
+	write_file(gpath, BASE);
+	assert_int_equal(group_config_load(gpath, &plain, &err), 0);
+	assert_int_equal(group_config_fingerprint(&cfg, &a), 0);
+	assert_int_equal(group_config_fingerprint(&plain, &b), 0);
+	assert_true(a != b);
+	expect_bad("port = 7400; }\n);", "port = 7400; joins = 1; }\n);",
+		   "%s:9: members[1].joins: must be true or false (got an integer)");
+	text = variant("port = 7400; },", "port = 7400; joins = true; },");
+	{
+		char *both = NULL;
+		const char *from = "port = 7400; }\n);";
+		char *p = strstr(text, from);
+
+		assert_non_null(p);
+		both = malloc(strlen(text) + 32);
+		memcpy(both, text, (size_t)(p - text));
+		strcpy(both + (p - text), "port = 7400; joins = true; }\n);");
+		strcat(both, p + strlen(from));
+		expect_bad_text(both, "%s: members: every member has joins = true: "
+				"the first view needs at least one member without it");
+		free(both);
+	}
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -653,6 +693,7 @@ int main(void)
 		cmocka_unit_test(test_set_bad),
 		cmocka_unit_test(test_fingerprint),
 		cmocka_unit_test(test_my_id),
+		cmocka_unit_test(test_joins),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

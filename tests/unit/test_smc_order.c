@@ -4,7 +4,8 @@
  * idle senders covered by null records, wrap-around of the per-sender
  * queues, batched collection, and members that see the same records in
  * different interleavings and with different (lagging) views of each
- * other's counters yet deliver the same sequence.
+ * other's counters yet deliver the same sequence; and the ragged end of a
+ * view (collect up to a per-sender trim).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -345,6 +346,58 @@ static void test_members_agree(void **state)
 		smc_order_fini(&o[j]);
 }
 
+static int push_rec(struct smc_order *o, uint32_t s, struct smc_order_rec r)
+{
+	return smc_order_push(o, s, &r);
+}
+
+/* The ragged end of a view: positions of each sender below its trim, in
+ * the total order, skipping the rest; a null record the trim cuts is
+ * reported (its slot is done with) and what lies past the trim stays. */
+static void test_collect_trim(void **state)
+{
+	(void)state;
+	struct smc_order o;
+	struct smc_order_event ev[32];
+	/* Sender 0: messages at rounds 0..3; sender 1: message 0, a null
+	 * record over rounds 1..3; sender 2: messages 0..1. */
+	const uint64_t trim[3] = { 3, 2, 1 };
+	uint32_t got;
+
+	assert_int_equal(smc_order_init(&o, 3, 8), 0);
+	for (uint64_t r = 0; r < 4; r++)
+		assert_int_equal(push_rec(&o, 0, msg(r, r)), 0);
+	assert_int_equal(push_rec(&o, 1, msg(0, 0)), 0);
+	assert_int_equal(push_rec(&o, 1, null_rec(1, 1, 3)), 0);
+	assert_int_equal(push_rec(&o, 2, msg(0, 0)), 0);
+	assert_int_equal(push_rec(&o, 2, msg(1, 1)), 0);
+	/* Positions: 0 (s0 r0), 1 (s1 r0), 2 (s2 r0), 3 (s0 r1), 4 (s1 r1:
+	 * null cut at its first round), 6 (s0 r2); sender 2's round 1 and
+	 * sender 0's round 3 lie past the trim. */
+	got = smc_order_collect_trim(&o, trim, ev, 32);
+	assert_int_equal(got, 6);
+	const uint64_t seqs[6] = { 0, 1, 2, 3, 4, 6 };
+	const uint32_t senders[6] = { 0, 1, 2, 0, 1, 0 };
+	for (uint32_t i = 0; i < got; i++) {
+		assert_int_equal(ev[i].seq, seqs[i]);
+		assert_int_equal(ev[i].sender, senders[i]);
+	}
+	assert_true(ev[4].rec.flags & SMC_REC_NULL);
+	/* Nothing more below the trim; what is past it is still queued. */
+	assert_int_equal(smc_order_collect_trim(&o, trim, ev, 32), 0);
+	assert_int_equal(o.q[0].tail - o.q[0].head, 1);
+	assert_int_equal(o.q[2].tail - o.q[2].head, 1);
+	assert_int_equal(o.delivered, 5);
+	smc_order_fini(&o);
+
+	/* A trim of nothing delivers nothing. */
+	const uint64_t zero[3] = { 0, 0, 0 };
+	assert_int_equal(smc_order_init(&o, 3, 8), 0);
+	assert_int_equal(push_rec(&o, 0, msg(0, 0)), 0);
+	assert_int_equal(smc_order_collect_trim(&o, zero, ev, 32), 0);
+	smc_order_fini(&o);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -354,6 +407,7 @@ int main(void)
 	    cmocka_unit_test(test_idle_senders_nulls),
 	    cmocka_unit_test(test_wrap_and_batches),
 	    cmocka_unit_test(test_members_agree),
+	    cmocka_unit_test(test_collect_trim),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
