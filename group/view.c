@@ -3,22 +3,26 @@
  * every one of them delivers from the ending view and go on in a new one.
  *
  * The idea (virtual synchrony over the SST, after Derecho): a suspicion
- * (the SST's, gossiped through every row) wedges the member: its sends
- * stop, normal delivery stops, and it publishes, per sender, how many
- * rounds it holds with their large payloads (COL_HAVE) and which failure
- * mask it wedged for (COL_ACK). The leader, the lowest-ranked member not
- * in the mask, waits until every survivor acknowledged the same mask and
- * publishes the ragged trim: per sender, the minimum over survivors of
- * what they hold (or, if any survivor already adopted a trim in an earlier
- * round of the same change, that trim again: it may have delivered it).
- * Every survivor adopts the leader's trim into its own row, delivers
- * exactly the positions below it, and once every survivor's row shows the
- * trim, the view thread tears the view down and builds the next one with
- * the survivors: connections, SST, rings and RDMC, epoch + 1. Own
- * messages past the trim are sent again there, in order, before any new
- * send. A leader that fails before or during this is one more suspicion:
- * the mask grows, the next member leads and republishes the same trim if
- * anyone adopted one.
+ * (the SST's, gossiped through every row), a member that left, or a join
+ * request wedges the member: its sends stop, normal delivery stops, and
+ * it publishes, per sender, how many rounds it holds with their large
+ * payloads (COL_HAVE) and which failure mask it wedged for (COL_ACK). The
+ * leader, the lowest-ranked member not in the mask, waits until every
+ * survivor acknowledged the same mask and publishes the ragged trim: per
+ * sender, the minimum over survivors of what they hold, with the joiners
+ * the next view adds - or, if a survivor already adopted a trim, that one
+ * (it may have delivered it). A trim exists once: every member adopts it
+ * (copies it into its own row) once, delivers exactly the positions below
+ * it, and installs the next view (the trim's survivors and joiners) as
+ * soon as every other member of that view shows the same trim or is gone;
+ * one that adopted it and went quiet is installing, not failed. The view
+ * thread then tears the view down and builds the next one: connections,
+ * SST, rings and RDMC, epoch + 1; own messages past the trim are sent
+ * again there, in order, before any new send. A member that died after
+ * the trim was agreed is missing when the next view connects
+ * (group.view_timeout_ms), and that view's first change drops it. A
+ * leader that fails before anyone adopted its trim is one more suspicion:
+ * the next member leads.
  *
  * Majority: a view change needs more than half of the view it replaces
  * (or, once a trim is adopted, of the view that trim decided); a member on
@@ -32,7 +36,6 @@
 #include <string.h>
 
 #include "group/group_int.h"
-#define VDBG(...) do { if (getenv("SQUALL_VDBG")) { fprintf(stderr, "VDBG %u %" PRIu64 " ", g->my_id, group_now_ms() % 100000); fprintf(stderr, __VA_ARGS__); fputc(10, stderr); } } while (0)
 
 bool group_rdmc_lost(int status)
 {
@@ -130,7 +133,6 @@ static void wedge(struct group *g)
 	atomic_store(&g->wedged, true);
 	smc_core_wedge(g->core);
 	atomic_fetch_add(&g->st_wedges, 1);
-	VDBG("wedged");
 }
 
 static void adopt(struct group *g, const uint64_t *trim, uint64_t mask,
@@ -139,7 +141,6 @@ static void adopt(struct group *g, const uint64_t *trim, uint64_t mask,
 	uint32_t ct = (uint32_t)g->col[COL_TRIM];
 
 	atomic_fetch_add(&g->st_commits, 1);
-	VDBG("adopt mask %" PRIx64 " adds %" PRIx64 " trim %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64, mask, adds, trim[0], g->n > 1 ? trim[1] : 0, g->n > 2 ? trim[2] : 0, g->n > 3 ? trim[3] : 0);
 	memcpy(g->vc_trim, trim, (size_t)g->n * sizeof(*trim));
 	g->vc_adopted = true;
 	g->vc_tmask = mask;
@@ -287,7 +288,6 @@ bool group_view_pass(struct group *g, bool *work)
 	if (!g->vc_delivered) {
 		group_deliver_trim(g);
 		g->vc_delivered = true;
-		VDBG("trim delivered");
 	}
 	/* Install once every other member of the next view adopted the
 	 * trim too, or is gone (the next view's first change drops it). */
@@ -298,7 +298,6 @@ bool group_view_pass(struct group *g, bool *work)
 			all = false;
 	if (!all)
 		return true;
-	VDBG("all adopted");
 	g->vc = VC_INSTALL;
 	pthread_mutex_lock(&g->lock);
 	g->install_due = true;
@@ -314,12 +313,10 @@ static void install(struct group *g)
 	struct group_config nv = g->vcfg;
 	struct squall_error err = { 0 };
 	uint64_t mask = g->vc_tmask, end = 0, resent = 0;
-	struct group_resend *rs;
-	uint32_t n = 0;
-	int r;
-
 	uint64_t keep = group_cfg_bits(g, &g->vcfg), adds = g->vc_tadd;
-	uint32_t ids[GROUP_CONFIG_MAX_MEMBERS];
+	uint32_t ids[GROUP_CONFIG_MAX_MEMBERS], n = 0;
+	struct group_resend *rs;
+	int r;
 
 	for (uint32_t j = 0; j < g->n; j++) {
 		if (g->vc_trim[j] && (g->vc_trim[j] - 1) * g->n + j + 1 > end)
@@ -348,9 +345,7 @@ static void install(struct group *g)
 	g->vcfg = nv;
 	g->seq_base += end;
 	pthread_mutex_unlock(&g->lock);
-	VDBG("install: torn down, building epoch %" PRIu64 " with %u", nv.epoch, n);
 	r = group_epoch_build(g, &err);
-	VDBG("install: built r=%d %s", r, err.msg);
 	if (r) {
 		group_fail(g, r, "member %u: installing view %" PRIu64 " failed: "
 			   "%s", g->my_id, nv.epoch, err.msg);
@@ -381,7 +376,6 @@ static void install(struct group *g)
 	g->resend_tail = &g->resend_head;
 	atomic_fetch_add(&g->st_resent, resent);
 	atomic_store(&g->st_vc_ms, group_now_ms() - g->vc_start_ms);
-	VDBG("install: done, resent %" PRIu64, resent);
 	atomic_store(&g->installing, false);
 	/* Sends go on, unless the next change already wedged this view
 	 * (the core refuses them then all the same). */
