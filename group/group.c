@@ -359,7 +359,7 @@ static int alloc_tables(struct group *g)
 }
 
 /* What lives across views, freed last. */
-void group_free(struct group *g)
+static void group_free(struct group *g)
 {
 	while (g->kept) {
 		struct group_kept *k = g->kept;
@@ -407,8 +407,8 @@ static void teardown(struct group *g)
 	group_free(g);
 }
 
-struct group *group_alloc(const struct group_callbacks *cb, void *ctx,
-			  struct squall_error *err)
+static struct group *group_alloc(const struct group_callbacks *cb,
+				 void *ctx, struct squall_error *err)
 {
 	pthread_rwlockattr_t ra;
 	struct group *g;
@@ -515,21 +515,25 @@ void group_call_view(struct group *g)
 		g->cb.view(g->ctx, &v);
 }
 
-struct group *group_create_cfg(const struct group_config *cfg, uint32_t my_id,
-			       const struct group_callbacks *cb, void *ctx,
-			       struct squall_error *err)
+/* Create a member's end of the group with init_fn (a member of the first
+ * view, or a joiner), then the view upcall; the group delivers from then
+ * on. */
+struct group *group_start(const struct group_config *cfg, uint32_t my_id,
+			  const struct group_callbacks *cb, void *ctx,
+			  group_init_fn init_fn, const char *what,
+			  struct squall_error *err)
 {
 	struct group *g;
 
 	squall_error_clear(err);
 	if (!cfg) {
-		squall_error_set(err, -EINVAL, "group_create: no configuration");
+		squall_error_set(err, -EINVAL, "%s: no configuration", what);
 		return NULL;
 	}
 	g = group_alloc(cb, ctx, err);
 	if (!g)
 		return NULL;
-	if (init(g, cfg, my_id, err)) {
+	if (init_fn(g, cfg, my_id, err)) {
 		/* Peers must not take this member's silence for a crash
 		 * while it has not joined: nothing was delivered. */
 		atomic_store(&g->quiet, true);
@@ -541,24 +545,40 @@ struct group *group_create_cfg(const struct group_config *cfg, uint32_t my_id,
 	return g;
 }
 
-struct group *group_create(const char *cfg_path, uint32_t my_id,
-			   const struct group_callbacks *cb, void *ctx,
-			   struct squall_error *err)
+struct group *group_start_path(const char *cfg_path, uint32_t my_id,
+			       const struct group_callbacks *cb, void *ctx,
+			       group_init_fn init_fn, const char *what,
+			       struct squall_error *err)
 {
 	struct group_config *cfg = malloc(sizeof(*cfg));
 	struct group *g;
 
 	if (!cfg) {
-		squall_error_set(err, -ENOMEM, "group_create: out of memory");
+		squall_error_set(err, -ENOMEM, "%s: out of memory", what);
 		return NULL;
 	}
 	if (group_config_load(cfg_path, cfg, err)) {
 		free(cfg);
 		return NULL;
 	}
-	g = group_create_cfg(cfg, my_id, cb, ctx, err);
+	g = group_start(cfg, my_id, cb, ctx, init_fn, what, err);
 	free(cfg);
 	return g;
+}
+
+struct group *group_create_cfg(const struct group_config *cfg, uint32_t my_id,
+			       const struct group_callbacks *cb, void *ctx,
+			       struct squall_error *err)
+{
+	return group_start(cfg, my_id, cb, ctx, init, "group_create", err);
+}
+
+struct group *group_create(const char *cfg_path, uint32_t my_id,
+			   const struct group_callbacks *cb, void *ctx,
+			   struct squall_error *err)
+{
+	return group_start_path(cfg_path, my_id, cb, ctx, init, "group_create",
+				err);
 }
 
 /* ---- sends -------------------------------------------------------------------- */

@@ -314,9 +314,16 @@ int group_resend(struct group *g, struct group_resend *rs,
 void group_call_view(struct group *g);
 int group_init_region(struct group *g, const struct group_config *cfg,
 		      uint32_t my_id, struct squall_error *err);
-struct group *group_alloc(const struct group_callbacks *cb, void *ctx,
+typedef int (*group_init_fn)(struct group *g, const struct group_config *cfg,
+			     uint32_t my_id, struct squall_error *err);
+struct group *group_start(const struct group_config *cfg, uint32_t my_id,
+			  const struct group_callbacks *cb, void *ctx,
+			  group_init_fn init_fn, const char *what,
 			  struct squall_error *err);
-void group_free(struct group *g);
+struct group *group_start_path(const char *cfg_path, uint32_t my_id,
+			       const struct group_callbacks *cb, void *ctx,
+			       group_init_fn init_fn, const char *what,
+			       struct squall_error *err);
 
 /* join.c: joins over TCP. */
 int group_join_listen(struct group *g, struct squall_error *err);

@@ -480,44 +480,13 @@ struct group *group_join_cfg(const struct group_config *cfg, uint32_t my_id,
 			     const struct group_callbacks *cb, void *ctx,
 			     struct squall_error *err)
 {
-	struct group *g;
-
-	squall_error_clear(err);
-	if (!cfg) {
-		squall_error_set(err, -EINVAL, "group_join: no configuration");
-		return NULL;
-	}
-	g = group_alloc(cb, ctx, err);
-	if (!g)
-		return NULL;
-	if (join(g, cfg, my_id, err)) {
-		atomic_store(&g->quiet, true);
-		group_view_stop(g);
-		group_epoch_teardown(g);
-		group_free(g);
-		return NULL;
-	}
-	group_call_view(g);
-	atomic_store_explicit(&g->ready, true, memory_order_release);
-	return g;
+	return group_start(cfg, my_id, cb, ctx, join, "group_join", err);
 }
 
 struct group *group_join(const char *cfg_path, uint32_t my_id,
 			 const struct group_callbacks *cb, void *ctx,
 			 struct squall_error *err)
 {
-	struct group_config *cfg = malloc(sizeof(*cfg));
-	struct group *g;
-
-	if (!cfg) {
-		squall_error_set(err, -ENOMEM, "group_join: out of memory");
-		return NULL;
-	}
-	if (group_config_load(cfg_path, cfg, err)) {
-		free(cfg);
-		return NULL;
-	}
-	g = group_join_cfg(cfg, my_id, cb, ctx, err);
-	free(cfg);
-	return g;
+	return group_start_path(cfg_path, my_id, cb, ctx, join, "group_join",
+				err);
 }

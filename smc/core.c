@@ -516,6 +516,26 @@ static uint32_t run_upcalls(struct smc_core *c, uint32_t got)
 	return msgs;
 }
 
+/* Hand one collected batch to the upcalls (without the lock) and release
+ * what they did not keep. Called with the lock held; returns the messages
+ * delivered. */
+static int deliver_batch(struct smc_core *c, uint32_t got)
+{
+	uint32_t msgs;
+
+	pthread_mutex_unlock(&c->lock);
+	msgs = run_upcalls(c, got);
+	pthread_mutex_lock(&c->lock);
+	for (uint32_t i = 0; i < got; i++) {
+		if (c->kept[i])
+			c->st.kept++;
+		else
+			release_rec(c, c->ev[i].sender, c->ev[i].rec.rec);
+	}
+	c->st.delivered += msgs;
+	return (int)msgs;
+}
+
 int smc_core_progress(struct smc_core *c, const uint64_t *recv,
 		      const uint64_t *released)
 {
@@ -536,22 +556,8 @@ int smc_core_progress(struct smc_core *c, const uint64_t *recv,
 	load_counters(c, recv);
 	frontier = smc_order_frontier(c->scratch, n);
 	while ((got = smc_order_collect(&c->order, frontier, c->ev,
-					SMC_CORE_BATCH)) > 0) {
-		uint32_t msgs;
-
-		pthread_mutex_unlock(&c->lock);
-		msgs = run_upcalls(c, got);
-		pthread_mutex_lock(&c->lock);
-		for (uint32_t i = 0; i < got; i++) {
-			if (c->kept[i])
-				c->st.kept++;
-			else
-				release_rec(c, c->ev[i].sender,
-					    c->ev[i].rec.rec);
-		}
-		c->st.delivered += msgs;
-		delivered += (int)msgs;
-	}
+					SMC_CORE_BATCH)) > 0)
+		delivered += deliver_batch(c, got);
 	if (delivered)
 		c->st.delivery_batches++;
 	load_counters(c, recv);
@@ -647,21 +653,8 @@ int smc_core_deliver_trim(struct smc_core *c, const uint64_t *trim)
 
 	pthread_mutex_lock(&c->lock);
 	while ((got = smc_order_collect_trim(&c->order, trim, c->ev,
-					     SMC_CORE_BATCH)) > 0) {
-		uint32_t msgs;
-
-		pthread_mutex_unlock(&c->lock);
-		msgs = run_upcalls(c, got);
-		pthread_mutex_lock(&c->lock);
-		for (uint32_t i = 0; i < got; i++)
-			if (c->kept[i])
-				c->st.kept++;
-			else
-				release_rec(c, c->ev[i].sender,
-					    c->ev[i].rec.rec);
-		c->st.delivered += msgs;
-		delivered += (int)msgs;
-	}
+					     SMC_CORE_BATCH)) > 0)
+		delivered += deliver_batch(c, got);
 	pthread_mutex_unlock(&c->lock);
 	return delivered;
 }

@@ -80,37 +80,43 @@ uint64_t smc_order_frontier(const uint64_t *recv, uint32_t n)
 	return frontier;
 }
 
+/* Pass position next_seq, of sender s, held here. A record is reported
+ * (and popped) once its last round is passed, or the last round below
+ * `end` (a trim cutting a null record short). */
+static void pass_position(struct smc_order *o, uint32_t s, uint64_t end,
+			  struct smc_order_event *out, uint32_t *nout)
+{
+	struct smc_order_queue *q = &o->q[s];
+	struct smc_order_rec *r;
+
+	assert(q->head < q->tail);
+	r = &q->e[q->head % o->cap];
+	assert(r->round + q->head_round == o->next_seq / o->n);
+	if (++q->head_round == r->nrounds || r->round + q->head_round == end) {
+		/* A message has exactly one round. */
+		out[(*nout)++] = (struct smc_order_event){
+		    .sender = s,
+		    .seq = o->next_seq,
+		    .rec = *r,
+		};
+		if (!(r->flags & SMC_REC_NULL))
+			o->delivered++;
+		q->head++;
+		q->head_round = 0;
+	}
+	o->next_seq++;
+}
+
 uint32_t smc_order_collect(struct smc_order *o, uint64_t frontier,
 			   struct smc_order_event *out, uint32_t max)
 {
 	uint32_t nout = 0;
 
-	while (o->next_seq < frontier && nout < max) {
-		uint32_t s = (uint32_t)(o->next_seq % o->n);
-		uint64_t round = o->next_seq / o->n;
-		struct smc_order_queue *q = &o->q[s];
-		struct smc_order_rec *r;
-
-		/* The frontier counts this member's own row: it holds it. */
-		assert(q->head < q->tail);
-		r = &q->e[q->head % o->cap];
-		assert(r->round + q->head_round == round);
-		(void)round; /* only checked */
-		if (++q->head_round == r->nrounds) {
-			/* Last round of the record: report and pop it. A
-			 * message has exactly one round. */
-			out[nout++] = (struct smc_order_event){
-			    .sender = s,
-			    .seq = o->next_seq,
-			    .rec = *r,
-			};
-			if (!(r->flags & SMC_REC_NULL))
-				o->delivered++;
-			q->head++;
-			q->head_round = 0;
-		}
-		o->next_seq++;
-	}
+	/* The frontier counts this member's own row: it holds every
+	 * position below it. */
+	while (o->next_seq < frontier && nout < max)
+		pass_position(o, (uint32_t)(o->next_seq % o->n), UINT64_MAX,
+			      out, &nout);
 	return nout;
 }
 
@@ -126,32 +132,11 @@ uint32_t smc_order_collect_trim(struct smc_order *o, const uint64_t *trim,
 			end = (trim[s] - 1) * o->n + s + 1;
 	while (o->next_seq < end && nout < max) {
 		uint32_t s = (uint32_t)(o->next_seq % o->n);
-		uint64_t round = o->next_seq / o->n;
-		struct smc_order_queue *q = &o->q[s];
-		struct smc_order_rec *r;
 
-		if (round >= trim[s]) {
+		if (o->next_seq / o->n >= trim[s])
 			o->next_seq++;
-			continue;
-		}
-		assert(q->head < q->tail);
-		r = &q->e[q->head % o->cap];
-		assert(r->round + q->head_round == round);
-		if (++q->head_round == r->nrounds ||
-		    r->round + q->head_round == trim[s]) {
-			/* A null record the trim cuts is reported too: its
-			 * slot is done with. */
-			out[nout++] = (struct smc_order_event){
-			    .sender = s,
-			    .seq = o->next_seq,
-			    .rec = *r,
-			};
-			if (!(r->flags & SMC_REC_NULL))
-				o->delivered++;
-			q->head++;
-			q->head_round = 0;
-		}
-		o->next_seq++;
+		else
+			pass_position(o, s, trim[s], out, &nout);
 	}
 	return nout;
 }

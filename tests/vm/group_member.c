@@ -37,6 +37,8 @@
 
 #include <squall/group.h>
 
+#include "payload.h"
+
 #define MAX_SIZES 16
 #define MAX_SETS 8
 #define HOLD_MAX 65536
@@ -90,37 +92,11 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
 
 static uint64_t fill_sum(uint8_t *p, size_t len, uint32_t sender,
 			 uint32_t index, bool write)
 {
-	uint64_t s = mix((uint64_t)sender << 32 | index), h = 0xcbf29ce484222325ull;
-	size_t i = 0;
-
-	/* Eight bytes at a time for speed; the checksum covers every byte. */
-	for (; i + 8 <= len; i += 8) {
-		uint64_t w;
-
-		s = mix(s + i);
-		if (write)
-			memcpy(p + i, &s, 8);
-		memcpy(&w, p + i, 8);
-		h = (h ^ w) * 0x100000001b3ull;
-	}
-	for (; i < len; i++) {
-		if (write)
-			p[i] = (uint8_t)(s >> (8 * (i % 8)));
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	}
-	return h;
+	return payload_fill_sum(p, len, (uint64_t)sender << 32 | index, write);
 }
 
 /* The size of message i of a sender. */

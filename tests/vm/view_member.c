@@ -48,6 +48,8 @@
 
 #include <squall/group.h>
 
+#include "payload.h"
+
 #define MAX_SIZES 16
 #define MAX_SETS 8
 #define MAX_IDS 64      /* member ids this program tracks: 0..63 */
@@ -111,14 +113,6 @@ static uint64_t wall_ms(void)
 	return (uint64_t)ts.tv_sec * 1000ull + (uint64_t)ts.tv_nsec / 1000000ull;
 }
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	return x ^ (x >> 33);
-}
 
 /* Print one line and flush it at once: the scripts watch the files as the
  * members run, and a member killed with -9 loses what it had buffered. */
@@ -137,29 +131,11 @@ static void say(struct member *m, const char *fmt, ...)
 }
 
 /* Fill (write) or read the bytes after the header; returns their
- * checksum. Eight bytes at a time for speed; every byte is covered. */
+ * checksum (payload.h). */
 static uint64_t fill_sum(uint8_t *p, size_t len, uint32_t sender,
 			 uint64_t counter, bool write)
 {
-	uint64_t s = mix((uint64_t)sender << 40 ^ counter);
-	uint64_t h = 0xcbf29ce484222325ull;
-	size_t i = 0;
-
-	for (; i + 8 <= len; i += 8) {
-		uint64_t w;
-
-		s = mix(s + i);
-		if (write)
-			memcpy(p + i, &s, 8);
-		memcpy(&w, p + i, 8);
-		h = (h ^ w) * 0x100000001b3ull;
-	}
-	for (; i < len; i++) {
-		if (write)
-			p[i] = (uint8_t)(s >> (8 * (i % 8)));
-		h = (h ^ p[i]) * 0x100000001b3ull;
-	}
-	return h;
+	return payload_fill_sum(p, len, (uint64_t)sender << 40 ^ counter, write);
 }
 
 static void complain(struct member *m, const char *fmt, ...)
