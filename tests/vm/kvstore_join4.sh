@@ -19,7 +19,6 @@ until [ "$(cat "$OUT"/kv.[012].out 2>/dev/null | grep -c '^VIEW .*epoch=0 ')" = 
     sleep 0.2
 done
 sleep 2
-t0=$(date +%s%3N)
 "$KV" --config "$CFG" --id 3 --join --random 500 --rate 300 \
     >"$OUT/kv.3.out" 2>"$OUT/kv.3.err" &
 PID[3]=$!
@@ -30,7 +29,6 @@ done
 grep -q "^STATE loaded " "$OUT/kv.3.out" || fail "join: member 3 loaded no state"
 grep -q "^VIEW member=3 epoch=[1-9][0-9]* members=0,1,2,3$" "$OUT/kv.3.out" ||
     fail "join: member 3 did not enter a view with members 0,1,2,3"
-joined_ms=$(( $(date +%s%3N) - t0 ))
 s0=$(field kv 0 state_hash)
 for i in 0 1 2 3; do
     grep -q "^VIEW member=$i epoch=[1-9][0-9]* members=0,1,2,3$" "$OUT/kv.$i.out" ||

@@ -25,7 +25,9 @@ fail() {
     exit 1
 }
 
-now_ms() { date +%s%3N; }
+# Wall clock in ms from bash itself: forking date(1) takes longer under
+# the emulated CPU than a whole view change.
+now_ms() { local t=${EPOCHREALTIME/./}; echo "${t%???}"; }
 
 # start_members NAME ARGS...: member i (0..N-1) runs view_member --config
 # CFG --id i, the SETS, --rate RATE, --stop-file OUT/NAME.stop, ARGS and
@@ -55,11 +57,12 @@ start_members() {
 stop_streaming() { touch "$OUT/$1.stop"; }
 
 # kill_member I: kill -9 member I and reap it (quietly: no job notice);
-# KILL_MS[I] is the time.
+# KILL_MS[I] is the time, taken just before the kill.
 kill_member() {
+    local t=${EPOCHREALTIME/./}
     kill -9 "${PID[$1]}" 2>/dev/null ||
         fail "member $1 had exited before it was to be killed: $(grep -h "^STOPPED" "$OUT"/*."$1".out)"
-    KILL_MS[$1]=$(now_ms)
+    KILL_MS[$1]=${t%???}
     { wait "${PID[$1]}"; } 2>/dev/null
     unset "PID[$1]"
 }
