@@ -1309,7 +1309,7 @@ const char *group_strerror(int code)
 	switch (code) {
 	case 0: return "success";
 	case -EINVAL: return "invalid argument (not a lease of this group ready to send?)";
-	case -ENOTCONN: return "a member failed";
+	case -ENOTCONN: return "the group stopped (no majority, or this member was cut off)";
 	case -ESHUTDOWN: return "the group is closing";
 	case -EAGAIN: return "no room now: the send window is full";
 	case -ETIMEDOUT: return "timed out";

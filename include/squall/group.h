@@ -149,16 +149,19 @@ struct alloc *group_get_allocator(struct group *g);
  * group owns the buffer from now on and returns it to the allocator once
  * every member has it; do not touch or release it. Messages up to
  * smc.max_payload travel on SMC, larger ones on RDMC. Waits while the
- * sender's window is full. Returns 0, or: -EINVAL (d is not a lease of
- * this group's allocator ready to send: outside the region, already sent,
- * released), -ENOTCONN (a member failed), -ESHUTDOWN (the group is
- * closing); err says which. */
+ * sender's window is full, and through a view change (a message already
+ * sent that misses the ending view's trim is sent again in the next view
+ * by the group). Returns 0, or: -EINVAL (d is not a lease of this group's
+ * allocator ready to send: outside the region, already sent, released),
+ * -ENOTCONN (the group stopped: see group_status()), -ESHUTDOWN (the
+ * group is closing); err says which. */
 int group_ordered_send(struct group *g, const struct buf_desc *d,
 		       struct squall_error *err);
 
 /* group_ordered_send waiting at most timeout_ms for room (0: not at all,
- * then -EAGAIN when the window is full; < 0: as long as it takes). On
- * -EAGAIN and -ETIMEDOUT the buffer is still the caller's. */
+ * then -EAGAIN when the window is full or a view change is under way;
+ * < 0: as long as it takes). On -EAGAIN and -ETIMEDOUT the buffer is
+ * still the caller's. */
 int group_ordered_send_timeout(struct group *g, const struct buf_desc *d,
 			       int timeout_ms, struct squall_error *err);
 
@@ -184,9 +187,10 @@ int group_p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
  * -EINVAL (d is not a kept delivery). */
 int group_release(struct group *g, const struct buf_desc *d);
 
-/* Wait until every member has called group_barrier() as many times as
- * this one. Returns 0, -ENOTCONN (a member failed) or -ETIMEDOUT (after
- * timeout_ms; < 0: no limit). */
+/* Wait until every member of the view has called group_barrier() as
+ * many times as this one (a view change in between is fine). Returns 0,
+ * -ENOTCONN (the group stopped) or -ETIMEDOUT (after timeout_ms; < 0: no
+ * limit). */
 int group_barrier(struct group *g, int timeout_ms, struct squall_error *err);
 
 /* Flush and leave. When every member of the view closes (within half a
@@ -242,8 +246,8 @@ struct group_stats {
 };
 void group_stats(struct group *g, struct group_stats *st);
 
-/* A fixed text for a code returned by a group call: e.g. -ENOTCONN "a
- * member failed", -ESHUTDOWN "the group is closing". */
+/* A fixed text for a code returned by a group call: e.g. -ENOTCONN "the
+ * group stopped (...)", -ESHUTDOWN "the group is closing". */
 const char *group_strerror(int code);
 
 #endif /* SQUALL_GROUP_H */

@@ -34,7 +34,7 @@ int main(void)
 			squall_version(), SQUALL_VERSION_STRING);
 		return 1;
 	}
-	if (strcmp(group_strerror(-ENOTCONN), "a member failed")) {
+	if (strcmp(group_strerror(-ENOTCONN), "the group stopped (no majority, or this member was cut off)")) {
 		fprintf(stderr, "app: group_strerror(-ENOTCONN) is '%s'\n",
 			group_strerror(-ENOTCONN));
 		return 1;
