@@ -203,11 +203,36 @@ static void publish_joins(struct group *g)
 	sst_wake(g->t);
 }
 
+/* Whether a joiner's request can be taken; if not it is refused (and
+ * its connection closed) with the reason. */
+static bool admissible(struct group *g, int fd, uint32_t id, uint64_t theirs,
+		       int k)
+{
+	uint64_t fp = 0;
+
+	group_config_fingerprint(&g->cfg, &fp);
+	if (theirs != fp)
+		refuse(fd, g, true, "member %u's group file differs from "
+		       "member %u's (fingerprint %016" PRIx64 ", %016" PRIx64
+		       " here)", id, g->my_id, theirs, fp);
+	else if (k < 0)
+		refuse(fd, g, true, "%s has no member with id %u", g->cfg.path,
+		       id);
+	else if (group_config_member_index(&g->vcfg, id) >= 0)
+		refuse(fd, g, true, "member %u is already in view %" PRIu64, id,
+		       g->vcfg.epoch);
+	else if (atomic_load(&g->failed) || atomic_load(&g->closing))
+		refuse(fd, g, false, "member %u is stopping", g->my_id);
+	else
+		return true;
+	return false;
+}
+
 /* One joiner connected: read its request, check it, keep it. */
 static void take_request(struct group *g, int fd)
 {
 	struct squall_error err = { 0 };
-	uint64_t fp = 0, theirs;
+	uint64_t theirs;
 	struct wire_msg m;
 	uint8_t *buf;
 	uint32_t id;
@@ -227,20 +252,9 @@ static void take_request(struct group *g, int fd)
 	memcpy(&theirs, m.payload, 8);
 	theirs = le64toh(theirs);
 	free(buf);
-	group_config_fingerprint(&g->cfg, &fp);
 	k = group_config_member_index(&g->cfg, id);
-	if (theirs != fp)
-		return refuse(fd, g, true, "member %u's group file differs from "
-			      "member %u's (fingerprint %016" PRIx64 ", %016"
-			      PRIx64 " here)", id, g->my_id, theirs, fp);
-	if (k < 0)
-		return refuse(fd, g, true, "%s has no member with id %u",
-			      g->cfg.path, id);
-	if (group_config_member_index(&g->vcfg, id) >= 0)
-		return refuse(fd, g, true, "member %u is already in view %"
-			      PRIu64, id, g->vcfg.epoch);
-	if (atomic_load(&g->failed) || atomic_load(&g->closing))
-		return refuse(fd, g, false, "member %u is stopping", g->my_id);
+	if (!admissible(g, fd, id, theirs, k))
+		return;
 	if (g->join_conn[k] >= 0)
 		close(g->join_conn[k]);
 	g->join_conn[k] = fd;

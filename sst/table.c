@@ -316,21 +316,50 @@ static size_t col_off(const struct sst *t, uint32_t col, uint32_t i)
 	return c->offset + (size_t)i * 8;
 }
 
+/* Consecutive reads that must agree before a peer's word is believed. */
+#define SST_SETTLE_READS 16
+/* Reads after which a word that keeps changing is taken as it is. */
+#define SST_SETTLE_MAX 4096
+
+/* A peer's word, read whole. An RDMA write need not place an 8-byte word
+ * at once: rxe copies bytes, and under an emulated CPU a reader can catch
+ * a counter with its low bytes new and its high bytes old (0x4800 being
+ * written over 0x47ff read as 0x4700: a counter going back). A word is
+ * taken once SST_SETTLE_READS reads in a row see the same value: the
+ * bytes of one word are stored back to back, so a torn value does not
+ * last that long unless the writer stalls inside the word. Own-row
+ * words are read once (only this member writes them). */
+static uint64_t read_settled(const struct sst *t, uint32_t rank,
+			     const uint64_t *w)
+{
+	uint64_t v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+	unsigned same = 0;
+
+	if (rank == t->me)
+		return v;
+	for (unsigned i = 0; i < SST_SETTLE_MAX && same < SST_SETTLE_READS;
+	     i++) {
+		uint64_t again = __atomic_load_n(w, __ATOMIC_ACQUIRE);
+
+		same = again == v ? same + 1 : 0;
+		v = again;
+	}
+	return v;
+}
+
 uint64_t sst_get(const struct sst *t, uint32_t rank, uint32_t col)
 {
 	assert(rank < t->n);
 	/* Acquire: whatever a trigger reads after seeing this value is at
 	 * least as new as what the CPU saw land before it. */
-	return __atomic_load_n(sst_word(t, rank, col_off(t, col, 0)),
-			       __ATOMIC_ACQUIRE);
+	return read_settled(t, rank, sst_word(t, rank, col_off(t, col, 0)));
 }
 
 uint64_t sst_get_elem(const struct sst *t, uint32_t rank, uint32_t col,
 		      uint32_t i)
 {
 	assert(rank < t->n);
-	return __atomic_load_n(sst_word(t, rank, col_off(t, col, i)),
-			       __ATOMIC_ACQUIRE);
+	return read_settled(t, rank, sst_word(t, rank, col_off(t, col, i)));
 }
 
 size_t sst_get_bytes(const struct sst *t, uint32_t rank, uint32_t col,

@@ -2,7 +2,8 @@
 # (members[3].joins = true in conf/local-join4.cfg) starts mid-stream with
 # --join, receives the table through the state-transfer upcalls before it
 # applies anything, sends commands of its own, and every member ends with
-# the same table (state hash).
+# the same table (state hash). Before that, a joiner with another group
+# file is refused, saying why.
 N=4
 CFG=$SRC/conf/local-join4.cfg
 . "$SRC/tests/vm/group_common.sh"
@@ -18,7 +19,16 @@ until [ "$(cat "$OUT"/kv.[012].out 2>/dev/null | grep -c '^VIEW .*epoch=0 ')" = 
     [ "$(date +%s)" -lt "$deadline" ] || fail "join: the first 3 members did not start within 180 s"
     sleep 0.2
 done
-sleep 2
+# A refused join: another group file (a setting every member must share
+# differs); the refusal says why.
+if "$KV" --config "$CFG" --id 3 --join --set smc.window=512 --random 1 \
+    >"$OUT/bad.out" 2>"$OUT/bad.err"; then
+    fail "join: a member with another group file was let in"
+fi
+grep -q "refused member 3's join: member 3's group file differs from member [0-2]'s (fingerprint" "$OUT/bad.err" ||
+    fail "join: the refusal does not say the group files differ: $(cat "$OUT/bad.err")"
+echo "ok: a joiner with another group file is refused, with both fingerprints"
+sleep 1
 "$KV" --config "$CFG" --id 3 --join --random 500 --rate 300 \
     >"$OUT/kv.3.out" 2>"$OUT/kv.3.err" &
 PID[3]=$!
