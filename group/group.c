@@ -285,7 +285,7 @@ int group_epoch_build(struct group *g, struct squall_error *err)
 	g->done_dirty = false;
 	g->sent_epoch = 0;
 	g->vc = VC_NONE;
-	g->vc_mask = g->vc_tmask = g->vc_tadd = 0;
+	g->vc_tmask = g->vc_tadd = 0;
 	g->vc_adopted = false;
 	g->vc_delivered = false;
 	memset(g->table.ptr, 0, g->table.len);
@@ -493,7 +493,15 @@ static int init(struct group *g, const struct group_config *cfg,
 		return squall_error_set(err, -EINVAL, "%s: member %u has joins = "
 					"true: start it with group_join()",
 					cfg->path, my_id);
-	r = group_epoch_build(g, err);
+	return group_go_live(g, err);
+}
+
+/* Build the view in g->vcfg, then answer joiners and run the view thread:
+ * the last steps of group_create and group_join alike. */
+int group_go_live(struct group *g, struct squall_error *err)
+{
+	int r = group_epoch_build(g, err);
+
 	if (!r)
 		r = group_join_listen(g, err);
 	if (!r)

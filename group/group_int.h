@@ -250,7 +250,6 @@ struct group {
 	uint64_t join_bits;             /* published in COL_JOIN */
 	/* Progress thread only: */
 	enum group_vc vc;
-	uint64_t vc_mask;               /* ranks gone as this member sees */
 	uint64_t vc_tmask;              /* the adopted trim's mask; 0: none */
 	uint64_t vc_tadd;               /* the members its view adds */
 	bool vc_adopted;                /* a trim is adopted */
@@ -312,6 +311,7 @@ void group_epoch_teardown(struct group *g);
 int group_resend(struct group *g, struct group_resend *rs,
 		 struct squall_error *err);
 void group_call_view(struct group *g);
+int group_go_live(struct group *g, struct squall_error *err);
 int group_init_region(struct group *g, const struct group_config *cfg,
 		      uint32_t my_id, struct squall_error *err);
 typedef int (*group_init_fn)(struct group *g, const struct group_config *cfg,

@@ -467,7 +467,6 @@ static int join(struct group *g, const struct group_config *cfg,
 		}
 		if (r <= 0 || group_now_ms() >= until)
 			break;
-		group_nap();
 		usleep(200000);
 	}
 	if (r < 0 || (r > 0 && refused.code)) {
@@ -482,12 +481,7 @@ static int join(struct group *g, const struct group_config *cfg,
 		g->cb.state_load(g->ctx, state, state_len);
 	free(state);
 	g->vcfg.connect_timeout_ms = cfg->view_timeout_ms;
-	r = group_epoch_build(g, err);
-	if (!r)
-		r = group_join_listen(g, err);
-	if (!r)
-		r = group_view_start(g, err);
-	return r;
+	return group_go_live(g, err);
 }
 
 struct group *group_join_cfg(const struct group_config *cfg, uint32_t my_id,

@@ -249,7 +249,6 @@ bool group_view_pass(struct group *g, bool *work)
 	 * left: the wedge stops it; the rest waits until it let go. */
 	if (atomic_load(&g->installing))
 		return true;
-	g->vc_mask = mask;
 	/* Majority of the view being replaced, or of the one the adopted
 	 * trim decided. Members that left in order are not on the other
 	 * side of a partition: they do not count against it. */
