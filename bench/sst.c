@@ -13,10 +13,15 @@
  *    answers; the rate counts the pushes over the time until the answer.
  * 4. Idle CPU: both members with no traffic but heartbeats for --idle-s
  *    seconds; CPU time of the whole process (all threads) over wall time.
+ * 5. --placement N, alone and without RDMA: N pushes landing in random
+ *    pieces (tests/unit/sst_placement.h), counting what a reader accepted
+ *    that was never pushed, and the time to validate one segment (the
+ *    group's SMC counters of 3 members: 6 words and a trailer).
  *
  * usage: sst_bench --id 1|2 --member 1,ADDR,PORT --member 2,ADDR,PORT
  *        [--iters N] [--wake-iters N] [--pushes N] [--idle-s S]
  *        [--busy-only] [--spin-us US] [--spin-max-us US]
+ *        sst_bench --placement N
  * --busy-only runs the first measurement alone; --spin-* set the progress
  * thread's spin window (sst_options).
  */
@@ -27,6 +32,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include "../tests/unit/sst_placement.h"
 #include "../tests/vm/sst_setup.h"
 
 /* Round trips are timed with the cycle counter where there is one, as
@@ -280,11 +286,59 @@ static void idle(struct bench *b)
 	fflush(stdout);
 }
 
+/* Simulated placement, then the cost of validating one segment. */
+static int placement(uint64_t pushes)
+{
+	const struct sst_column cols[] = {
+		{ "smc_received", SST_COL_U64_ARRAY, 3, false },
+		{ "smc_released", SST_COL_U64_ARRAY, 3, true },
+	};
+	struct plc_result r;
+	struct sst_layout *l;
+	uint8_t *land, *valid;
+	uint64_t *scratch, t0, t1, takes = 2000000, bad = 0;
+	const struct sst_seg *g;
+
+	if (plc_run(pushes, 0x5157a11, true, &r))
+		return 1;
+	if (sst_layout_create(cols, 2, &l, NULL))
+		return 1;
+	g = &l->segs[1];
+	land = calloc(1, sst_layout_row_size(l));
+	valid = calloc(1, sst_layout_row_size(l));
+	scratch = calloc(1, sst_layout_row_size(l));
+	if (!land || !valid || !scratch)
+		return 1;
+	memset(land + g->lo, 0x3c, g->trailer - g->lo);
+	sst_seal(g, 11, 1, land, land);
+	t0 = mono_ns();
+	for (uint64_t i = 0; i < takes; i++) {
+		/* Forget the copy taken, so each look validates in full. */
+		__atomic_store_n((uint64_t *)(void *)(valid + g->trailer), 0,
+				 __ATOMIC_RELAXED);
+		bad += sst_seal_take(g, 11, land, valid, scratch) != SST_TAKE_NEW;
+	}
+	t1 = mono_ns();
+	printf("PLACEMENT pushes=%" PRIu64 " pieces=%" PRIu64 " polls=%" PRIu64
+	       " taken=%" PRIu64 " torn_seen=%" PRIu64 " violations=%" PRIu64
+	       " went_back=%" PRIu64 " unfinished=%" PRIu64
+	       " validate_ns=%.1f segment_bytes=%u\n", r.pushes, r.pieces,
+	       r.polls, r.taken, r.torn, r.violations, r.went_back,
+	       r.unfinished, (double)(t1 - t0) / (double)takes,
+	       sst_seg_end(g) - g->lo);
+	free(land);
+	free(valid);
+	free(scratch);
+	sst_layout_destroy(l);
+	return r.violations || r.went_back || r.unfinished || bad;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: sst_bench --id 1|2 --member 1,ADDR,PORT "
 		"--member 2,ADDR,PORT [--iters N] [--wake-iters N] [--pushes N] "
-		"[--idle-s S] [--busy-only] [--spin-us US] [--spin-max-us US]\n");
+		"[--idle-s S] [--busy-only] [--spin-us US] [--spin-max-us US]\n"
+		"       sst_bench --placement N\n");
 	exit(2);
 }
 
@@ -300,6 +354,7 @@ int main(int argc, char **argv)
 		{ "busy-only", no_argument, 0, 'B' },
 		{ "spin-us", required_argument, 0, 'S' },
 		{ "spin-max-us", required_argument, 0, 'X' },
+		{ "placement", required_argument, 0, 'P' },
 		{ 0, 0, 0, 0 },
 	};
 	struct bench *b = &B;
@@ -323,6 +378,7 @@ int main(int argc, char **argv)
 		case 'B': b->busy_only = true; break;
 		case 'S': b->opt.spin_us = (uint32_t)strtoul(optarg, NULL, 0); break;
 		case 'X': b->opt.spin_max_us = (uint32_t)strtoul(optarg, NULL, 0); break;
+		case 'P': return placement(strtoull(optarg, NULL, 0));
 		default: usage();
 		}
 	}

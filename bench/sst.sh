@@ -5,7 +5,9 @@
 # (half the ping-pong round trip, as ib_write_lat reports half the round
 # trip of RDMA writes), the same when both members were asleep (wake-up),
 # pushes/s from the application thread, and the idle CPU of a member with
-# no traffic but heartbeats.
+# no traffic but heartbeats. Then, without RDMA, a million pushes landing
+# in random pieces: what a reader accepted that was never pushed (must be
+# 0), and the time to validate one segment.
 set -euo pipefail
 BENCH=$BUILD/bench/sst_bench
 DEV=${SQUALL_BENCH_DEVICE:-rxe0}
@@ -95,6 +97,14 @@ wps=$(field "$OUT/b1" "PUSHES" writes_per_s)
 idle1=$(field "$OUT/b1" "IDLE" cpu_pct)
 idle2=$(field "$OUT/b2" "IDLE" cpu_pct)
 idle=$(awk -v a="$idle1" -v b="$idle2" 'BEGIN { print (a > b) ? a : b }')
+
+PLACEMENTS=${SST_BENCH_PLACEMENTS:-1000000}
+echo "# sst_bench: $BENCH --placement $PLACEMENTS"
+"$BENCH" --placement "$PLACEMENTS" >"$OUT/placement" || { cat "$OUT/placement"; exit 1; }
+cat "$OUT/placement"
+placed=$(field "$OUT/placement" PLACEMENT pushes)
+pviol=$(field "$OUT/placement" PLACEMENT violations)
+vns=$(field "$OUT/placement" PLACEMENT validate_ns)
 ratio=$(awk -v a="$busy" -v b="$ib" 'BEGIN { printf "%.2f", a / b }')
 
 echo
@@ -114,4 +124,7 @@ printf "%-44s %s\n" "pushes/s (application thread)" "$pps"
 printf "%-44s %s\n" "RDMA writes/s behind them" "$wps"
 printf "%-44s %s\n" "idle CPU %, member 1" "$idle1"
 printf "%-44s %s\n" "idle CPU %, member 2" "$idle2"
-echo "SUMMARY sst push_seen_us=$busy ib_write_lat_us=$ib ratio=$ratio idle_cpu_pct=$idle"
+printf "%-44s %s\n" "simulated placements (pushes)" "$placed"
+printf "%-44s %s\n" "accepted values never pushed" "$pviol"
+printf "%-44s %s\n" "validating one segment ($(field "$OUT/placement" PLACEMENT segment_bytes) bytes), ns" "$vns"
+echo "SUMMARY sst push_seen_us=$busy ib_write_lat_us=$ib ratio=$ratio idle_cpu_pct=$idle placements=$placed placement_violations=$pviol validate_ns=$vns"

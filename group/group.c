@@ -102,18 +102,22 @@ static int make_layout(uint32_t n, struct sst_layout **out, int *col,
 		       struct squall_error *err)
 {
 	struct sst_column cols[COL_COUNT] = {
+		/* Segments (with_prev: one with the column before): what a
+		 * member publishes together is read together. */
 		[COL_SMC_RECV] = { "smc_received", SST_COL_U64_ARRAY, n },
-		[COL_SMC_REL] = { "smc_released", SST_COL_U64_ARRAY, n },
+		[COL_SMC_REL] = { "smc_released", SST_COL_U64_ARRAY, n, true },
 		[COL_SMC_RING] = { "smc_rings", SST_COL_U64, 0 },
 		[COL_DONE] = { "delivered", SST_COL_U64_ARRAY, n },
 		[COL_SENT] = { "sent", SST_COL_U64, 0 },
-		[COL_BARRIER] = { "barrier", SST_COL_U64, 0 },
-		[COL_CLOSING] = { "closing", SST_COL_U64, 0 },
+		[COL_BARRIER] = { "barrier", SST_COL_U64, 0, true },
+		[COL_CLOSING] = { "closing", SST_COL_U64, 0, true },
+		/* what I hold, and the mask I am wedged for */
 		[COL_HAVE] = { "have", SST_COL_U64_ARRAY, n },
-		[COL_ACK] = { "wedged_for", SST_COL_U64, 0 },
+		[COL_ACK] = { "wedged_for", SST_COL_U64, 0, true },
+		/* the trim I adopted and the mask it is for */
 		[COL_TRIM] = { "trim", SST_COL_U64_ARRAY, n },
-		[COL_TADD] = { "trim_adds", SST_COL_U64, 0 },
-		[COL_TMASK] = { "trim_mask", SST_COL_U64, 0 },
+		[COL_TADD] = { "trim_adds", SST_COL_U64, 0, true },
+		[COL_TMASK] = { "trim_mask", SST_COL_U64, 0, true },
 		[COL_JOIN] = { "joins_asked", SST_COL_U64, 0 },
 	};
 	int r = sst_layout_create(cols, COL_COUNT, out, err);
@@ -144,7 +148,9 @@ static int reserve_areas(struct group *g, struct squall_error *err)
 	r = make_layout(nmax, &l, NULL, err);
 	if (r)
 		return r;
-	r = alloc_reserve(g->a, sst_table_size(l, nmax), ALLOC_PAGE_SIZE,
+	/* The group's SST options leave the pipeline depth at its default,
+	 * which sst_area_size(NULL) assumes. */
+	r = alloc_reserve(g->a, sst_area_size(l, nmax, NULL), ALLOC_PAGE_SIZE,
 			  &g->table);
 	sst_layout_destroy(l);
 	if (!r)
@@ -252,6 +258,8 @@ static int start_sst(struct group *g, struct squall_error *err)
 		.dispatch = &g->dispatch,
 		.on_suspect = on_suspect,
 		.suspect_arg = g,
+		/* A row of another view never validates in this one. */
+		.seed = g->vcfg.epoch,
 	};
 	int r;
 

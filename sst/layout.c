@@ -116,13 +116,21 @@ int sst_layout_create(const struct sst_column *cols, uint32_t ncols,
 			return rc;
 	}
 	l = calloc(1, sizeof(*l) + ncols * sizeof(l->cols[0]));
-	if (!l)
+	if (l)
+		l->segs = calloc(ncols + 1, sizeof(*l->segs));
+	if (!l || !l->segs) {
+		free(l);
 		return squall_error_set(err, -ENOMEM, "sst layout: out of memory");
+	}
 	l->ncols = ncols;
+	/* The header: its fields, then its trailer at the end of the line. */
+	l->segs[0] = (struct sst_seg){ .lo = 0, .trailer = SST_HDR_SEQ };
+	l->nsegs = 1;
 	h = fnv1a_u64(h, SST_LAYOUT_RULE_VERSION);
 	h = fnv1a_u64(h, ncols);
 	for (uint32_t i = 0; i < ncols; i++) {
 		struct sst_col_layout *c = &l->cols[i];
+		bool opens = i == 0 || !cols[i].with_prev;
 
 		memcpy(c->name, cols[i].name, strlen(cols[i].name) + 1);
 		c->type = cols[i].type;
@@ -131,6 +139,17 @@ int sst_layout_create(const struct sst_column *cols, uint32_t ncols,
 		c->size = column_bytes(&cols[i]);
 		c->offset = sst_place_field(off, c->size);
 		off = c->offset + c->size;
+		if (opens)
+			l->segs[l->nsegs++].lo = (uint32_t)c->offset;
+		c->seg = l->nsegs - 1;
+		/* The segment closes after its last column. */
+		if (i + 1 == ncols || !cols[i + 1].with_prev) {
+			struct sst_seg *sg = &l->segs[c->seg];
+
+			sg->trailer = (uint32_t)sst_place_field(off,
+							       SST_TRAILER_SIZE);
+			off = sst_seg_end(sg);
+		}
 		assert(c->offset % 8 == 0);
 		assert(c->size > SST_CACHE_LINE ||
 		       c->offset / SST_CACHE_LINE ==
@@ -140,6 +159,11 @@ int sst_layout_create(const struct sst_column *cols, uint32_t ncols,
 		h = fnv1a_u64(h, c->count);
 		h = fnv1a_u64(h, c->offset);
 		h = fnv1a_u64(h, c->size);
+		h = fnv1a_u64(h, c->seg);
+	}
+	for (uint32_t s = 0; s < l->nsegs; s++) {
+		h = fnv1a_u64(h, l->segs[s].lo);
+		h = fnv1a_u64(h, l->segs[s].trailer);
 	}
 	l->row_size = round_up(off, SST_CACHE_LINE);
 	h = fnv1a_u64(h, l->row_size);
@@ -151,6 +175,8 @@ int sst_layout_create(const struct sst_column *cols, uint32_t ncols,
 
 void sst_layout_destroy(struct sst_layout *l)
 {
+	if (l)
+		free(l->segs);
 	free(l);
 }
 
@@ -204,4 +230,15 @@ uint64_t sst_layout_fingerprint(const struct sst_layout *l)
 size_t sst_table_size(const struct sst_layout *l, uint32_t nmembers)
 {
 	return l->row_size * nmembers;
+}
+
+uint32_t sst_layout_nsegs(const struct sst_layout *l)
+{
+	return l->nsegs;
+}
+
+uint32_t sst_layout_col_segment(const struct sst_layout *l, uint32_t col)
+{
+	assert(col < l->ncols);
+	return l->cols[col].seg;
 }

@@ -11,7 +11,7 @@
 
 /* Changes whenever the placement rule changes, so members built with
  * different rules get different fingerprints. */
-#define SST_LAYOUT_RULE_VERSION 1
+#define SST_LAYOUT_RULE_VERSION 2
 
 struct sst_col_layout {
 	char name[SST_COL_NAME_MAX];
@@ -19,12 +19,29 @@ struct sst_col_layout {
 	uint32_t count;   /* elements (words for arrays, bytes for SST_COL_BYTES) */
 	size_t offset;    /* from the start of the row */
 	size_t size;      /* bytes, a multiple of 8 */
+	uint32_t seg;     /* the segment it belongs to */
 };
+
+/* A segment: the unit a push writes and a reader validates. Its bytes are
+ * [lo, trailer) followed by the 16-byte trailer {seq, check}; a push of
+ * it writes [lo, trailer + SST_TRAILER_SIZE) in one write. Segment 0 is
+ * the row header. */
+struct sst_seg {
+	uint32_t lo;
+	uint32_t trailer;
+};
+
+static inline uint32_t sst_seg_end(const struct sst_seg *s)
+{
+	return s->trailer + SST_TRAILER_SIZE;
+}
 
 struct sst_layout {
 	uint32_t ncols;
+	uint32_t nsegs;
 	size_t row_size;
 	uint64_t fingerprint;
+	struct sst_seg *segs;   /* nsegs, in row order */
 	struct sst_col_layout cols[];
 };
 

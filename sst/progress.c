@@ -5,7 +5,9 @@
  * A pass takes the completions of the node's queue (a peer's push arrives
  * as a WRITE_WITH_IMM completion; the receive is posted again at once; a
  * completion of one of our signaled writes frees room in that peer's
- * pipeline), checks the peers for failed posts and foreign fingerprints,
+ * pipeline), takes every peer segment that landed whole into the
+ * validated copy (so predicates see a table that does not change during
+ * the pass), checks the peers for failed posts and foreign fingerprints,
  * learns the suspicions in the peers' rows, sends pending pushes and
  * evaluates the predicates. Passes that read the clock (it can cost a
  * system call) also advance the heartbeat when its period is due and check
@@ -60,7 +62,7 @@ static void suspect(struct sst *t, uint32_t rank, uint32_t by, const char *why)
 		sst_peer_stop(t, rank);
 		/* Only this thread writes the word. */
 		__atomic_store_n(word, *word | 1ull << rank, __ATOMIC_RELEASE);
-		sst_push_range(t, SST_HDR_SUSPECTED, SST_HDR_SUSPECTED + 8, true);
+		sst_push_segs(t, 0, 1, true, true);
 	}
 	report(t, rank, by, why);
 }
@@ -134,6 +136,9 @@ static int take_completions(struct sst *t)
 		if (rank >= t->n || rank == t->me)
 			continue;
 		if (wc[i].status) {
+			/* What it wrote before it failed is the last word
+			 * of it the suspicion's reader gets. */
+			sst_take_row(t, rank);
 			on_failed_wc(t, rank, &wc[i]);
 			work++;
 			continue;
@@ -154,7 +159,7 @@ static void heartbeat(struct sst *t, uint64_t now)
 	if (now < t->next_hb_ns)
 		return;
 	__atomic_store_n(hb, *hb + 1, __ATOMIC_RELEASE);
-	sst_push_range(t, SST_HDR_HEARTBEAT, SST_HDR_HEARTBEAT + 8, true);
+	sst_push_segs(t, 0, 1, false, true);
 	t->stats.heartbeats++;
 	/* From now, not from the missed due time: after a stall, one beat,
 	 * not a burst. */
@@ -180,24 +185,42 @@ static bool check_peer(struct sst *t, uint32_t r)
 		suspect(t, r, t->me, why);
 		return false;
 	}
+	/* From the validated header: exactly what the peer wrote. */
 	fp = __atomic_load_n(sst_word(t, r, SST_HDR_FINGERPRINT), __ATOMIC_ACQUIRE);
-	if (!fp || fp == t->fingerprint) {
-		p->fp_odd_ns = 0;
+	if (!fp || fp == t->fingerprint)
 		return true;
-	}
-	/* A word a peer's write is placing may be read half written (rxe
-	 * copies bytes): only a difference that lasts is a foreign table. */
-	if (!p->fp_odd_ns)
-		p->fp_odd_ns = sst_now_ns();
-	if (sst_now_ns() - p->fp_odd_ns >= SST_FP_SETTLE_MS * 1000000ull) {
-		snprintf(why, sizeof(why), "member %u's table fingerprint "
-			 "%016" PRIx64 " differs from %016" PRIx64, p->id, fp,
-			 t->fingerprint);
-		p->fp_bad = true;
+	snprintf(why, sizeof(why), "member %u's table fingerprint %016" PRIx64
+		 " differs from %016" PRIx64, p->id, fp, t->fingerprint);
+	__atomic_store_n(&p->fp_bad, true, __ATOMIC_RELEASE);
+	suspect(t, r, t->me, why);
+	return false;
+}
+
+/* A peer segment that keeps failing its check (a writer that is broken,
+ * or means harm) is suspected like silence: the reader never waits on it
+ * forever. credit: time this thread did not run. */
+static void check_torn(struct sst *t, uint32_t r, uint64_t now,
+		       uint64_t timeout, uint64_t credit)
+{
+	uint64_t *since = t->torn_since + (size_t)r * t->nsegs;
+	char why[160];
+
+	for (uint32_t sg = 0; sg < t->nsegs; sg++) {
+		if (!since[sg])
+			continue;
+		since[sg] += credit;
+		if (since[sg] > now)
+			since[sg] = now;
+		if (now - since[sg] <= timeout)
+			continue;
+		snprintf(why, sizeof(why), "member %u's row has not validated "
+			 "for %" PRIu64 " ms (segment %u of %u; %" PRIu64
+			 " failed checks)", t->peers[r].id,
+			 (now - since[sg]) / 1000000, sg, t->nsegs,
+			 t->peers[r].torn);
 		suspect(t, r, t->me, why);
-		return false;
+		return;
 	}
-	return true;
 }
 
 /* Heartbeats: ours when due, and every peer's, whose value must change
@@ -236,7 +259,9 @@ static void timed_checks(struct sst *t, uint64_t now)
 			snprintf(why, sizeof(why), "no heartbeat from member %u for %"
 				 PRIu64 " ms", p->id, (now - p->hb_change_ns) / 1000000);
 			suspect(t, r, t->me, why);
+			continue;
 		}
+		check_torn(t, r, now, timeout, credit);
 	}
 }
 
@@ -276,6 +301,11 @@ static bool pass(struct sst *t)
 	bool work;
 
 	work = take_completions(t) > 0;
+	/* Every peer, suspected ones too: what a member wrote before it
+	 * was suspected still counts (the view change reads it). */
+	for (uint32_t r = 0; r < t->n; r++)
+		if (r != t->me && sst_take_row(t, r))
+			work = true;
 	for (uint32_t r = 0; r < t->n; r++)
 		if (r != t->me && !((t->known >> r) & 1))
 			check_peer(t, r);

@@ -2,25 +2,34 @@
  * push.c - writing the member's own row into every peer's copy of the
  * table.
  *
- * A push is one RDMA WRITE_WITH_IMM per live peer of a byte range of the
- * member's row to the same offset in the peer's table. The immediate makes
- * the write visible to the peer's completion queue, so a peer that has
- * gone to sleep is woken by the push itself and never sleeps through work.
- * A write of the heartbeat word alone is a plain RDMA WRITE: no predicate
- * reads the row header, peers read heartbeats on their own timer, and an
- * idle group then wakes each member once per heartbeat period, not once
- * per peer's heartbeat.
+ * A push is one RDMA WRITE_WITH_IMM per live peer of a run of segments of
+ * the member's row to the same offset in the peer's table. The immediate
+ * makes the write visible to the peer's completion queue, so a peer that
+ * has gone to sleep is woken by the push itself and never sleeps through
+ * work. A write of the header for a heartbeat alone is a plain RDMA WRITE:
+ * peers read heartbeats on their own timer, and an idle group then wakes
+ * each member once per heartbeat period, not once per peer's heartbeat.
+ *
+ * The NIC reads a write's source when it sends it, not when it is posted,
+ * so the row that threads keep writing is never a source. Each write goes
+ * from a snapshot slot of its own (max_inflight per peer, one row each):
+ * when the write is posted, its segments are sealed into the slot (copied,
+ * stamped with the next sequence of each segment and a check, seal.c), and
+ * the slot is not touched again until the write is known complete. What
+ * lands is thus a segment the owner sealed whole, or a mix of two that
+ * fails its check; the peer takes only whole ones (table.c).
  *
  * Per peer the pipeline holds at most max_inflight writes, and only one in
  * signal_every is signaled: its completion accounts for itself and the
  * unsignaled writes before it (RC writes on one queue pair complete in
- * order). A push that finds a peer's pipeline full leaves its range pending;
- * later pushes merge into it (the hull of the ranges: the bytes between
- * them are the member's own current row, so writing them too is harmless)
- * and the progress thread sends the merged range when a completion frees
- * room. The NIC reads the row when it sends, so a peer always gets values at
- * least as new as those of the push that posted the write, and since writes
- * land in order a counter never goes back on the peer's side.
+ * order), so when fewer than max_inflight writes are outstanding, the slot
+ * of the oldest possible one, posted % max_inflight, is free. A push that
+ * finds a peer's pipeline full leaves its segments pending; later pushes
+ * merge into them (the hull of the runs: the segments between hold the
+ * member's current values, so sending them too is harmless) and the
+ * progress thread sends the merged run when a completion frees room.
+ * Sealing at post time means a peer always gets values at least as new as
+ * those of the push that asked for the write.
  *
  * A post that fails marks that peer failed and leaves the others alone;
  * nothing here ever waits for the network.
@@ -30,31 +39,52 @@
 
 #include "sst/table.h"
 
-static void merge(struct sst_peer *p, uint32_t lo, uint32_t hi)
+static void merge(struct sst_peer *p, uint32_t slo, uint32_t shi, bool loud)
 {
-	if (p->lo == p->hi) {
-		p->lo = lo;
-		p->hi = hi;
+	p->loud |= loud;
+	if (p->slo == p->shi) {
+		p->slo = slo;
+		p->shi = shi;
 		return;
 	}
-	if (lo < p->lo)
-		p->lo = lo;
-	if (hi > p->hi)
-		p->hi = hi;
+	if (slo < p->slo)
+		p->slo = slo;
+	if (shi > p->shi)
+		p->shi = shi;
 }
 
-/* Post the pending range of peer rank if the pipeline has room. Called
+/* Seal the pending segments into the peer's next slot; returns the piece
+ * of the slot to send, which starts at byte *lo of the row. Called with
+ * push_lock held. */
+static struct rdma_sq_sge seal_pending(struct sst *t, uint32_t rank,
+				       const struct sst_peer *p, uint32_t *lo)
+{
+	const struct sst_seg *segs = t->layout->segs;
+	uint8_t *slot = t->slots + ((size_t)rank * t->opt.max_inflight +
+				    p->posted % t->opt.max_inflight) *
+				   t->row_size;
+	uint32_t hi = sst_seg_end(&segs[p->shi - 1]);
+
+	*lo = segs[p->slo].lo;
+	for (uint32_t sg = p->slo; sg < p->shi; sg++)
+		sst_seal(&segs[sg], sst_key(t, t->me, sg), ++t->seg_seq[sg],
+			 t->my_row, slot);
+	return (struct rdma_sq_sge){ .ptr = slot + *lo, .len = hi - *lo };
+}
+
+/* Post the pending segments of peer rank if the pipeline has room. Called
  * with push_lock held. Returns whether a write was posted. */
 static bool flush_peer(struct sst *t, uint32_t rank, bool force_signal)
 {
 	struct sst_peer *p = &t->peers[rank];
 	struct squall_error err;
 	struct rdma_sq_sge sge;
+	uint64_t raddr;
 	bool signaled;
-	uint32_t covered;
+	uint32_t covered, lo;
 	int rc;
 
-	if (p->failed || p->lo == p->hi)
+	if (p->failed || p->slo == p->shi)
 		return false;
 	if (p->inflight >= t->opt.max_inflight) {
 		t->stats.deferred++;
@@ -66,21 +96,22 @@ static bool flush_peer(struct sst *t, uint32_t rank, bool force_signal)
 	signaled = force_signal || p->unsignaled + 1 >= t->opt.signal_every ||
 		   p->inflight + 1 >= t->opt.max_inflight;
 	covered = signaled ? p->unsignaled + 1 : 0;
-	sge.ptr = t->my_row + p->lo;
-	sge.len = p->hi - p->lo;
+	sge = seal_pending(t, rank, p, &lo);
+	raddr = p->raddr + lo;
 	err.code = 0;
-	if (p->lo >= SST_HDR_HEARTBEAT && p->hi <= SST_HDR_HEARTBEAT + 8)
-		rc = rdma_sq_write(t->node, p->id, &sge, 1, p->raddr + p->lo,
-				   p->rkey, sst_wrid(SST_WR_WRITE, rank, covered),
+	if (!p->loud)
+		rc = rdma_sq_write(t->node, p->id, &sge, 1, raddr, p->rkey,
+				   sst_wrid(SST_WR_WRITE, rank, covered),
 				   signaled ? RDMA_SQ_SIGNALED : 0, &err);
 	else
-		rc = rdma_sq_write_imm(t->node, p->id, &sge, 1,
-				       p->raddr + p->lo, p->rkey, t->me,
+		rc = rdma_sq_write_imm(t->node, p->id, &sge, 1, raddr,
+				       p->rkey, t->me,
 				       sst_wrid(SST_WR_WRITE, rank, covered),
 				       signaled ? RDMA_SQ_SIGNALED : 0, &err);
 	if (rc == -ENOMEM || rc == -EAGAIN) {
 		/* The send queue is full (other users share it): keep the
-		 * range, the next completion or pass retries. */
+		 * segments (the slot is sealed again next time), the next
+		 * completion or pass retries. */
 		t->stats.deferred++;
 		return false;
 	}
@@ -89,21 +120,24 @@ static bool flush_peer(struct sst *t, uint32_t rank, bool force_signal)
 		p->post_failed = true;
 		snprintf(p->post_error, sizeof(p->post_error), "%s",
 			 err.code ? err.msg : strerror(-rc));
-		p->lo = p->hi = 0;
+		p->slo = p->shi = 0;
 		return false;
 	}
 	p->inflight++;
+	p->posted++;
 	p->unsignaled = signaled ? 0 : p->unsignaled + 1;
-	p->lo = p->hi = 0;
+	p->slo = p->shi = 0;
+	p->loud = false;
 	t->stats.writes++;
 	return true;
 }
 
-void sst_push_range(struct sst *t, uint32_t lo, uint32_t hi, bool post)
+void sst_push_segs(struct sst *t, uint32_t slo, uint32_t shi, bool loud,
+		   bool post)
 {
 	bool wake = false;
 
-	assert(lo < hi && hi <= t->row_size);
+	assert(slo < shi && shi <= t->nsegs);
 	if (post) {
 		/* Pairs with the progress thread's store of `asleep` before
 		 * its last look at local_pushes (progress.c): either it sees
@@ -121,9 +155,9 @@ void sst_push_range(struct sst *t, uint32_t lo, uint32_t hi, bool post)
 
 		if (r == t->me || p->failed)
 			continue;
-		if (p->lo != p->hi)
+		if (p->slo != p->shi)
 			t->stats.merged++;
-		merge(p, lo, hi);
+		merge(p, slo, shi, loud);
 		if (post)
 			flush_peer(t, r, wake);
 	}
@@ -147,7 +181,7 @@ unsigned sst_flush_pending(struct sst *t)
 
 	pthread_mutex_lock(&t->push_lock);
 	for (uint32_t r = 0; r < t->n; r++)
-		if (r != t->me && t->peers[r].lo != t->peers[r].hi)
+		if (r != t->me && t->peers[r].slo != t->peers[r].shi)
 			posted += flush_peer(t, r, false);
 	pthread_mutex_unlock(&t->push_lock);
 	return posted;
@@ -160,48 +194,48 @@ bool sst_peer_stop(struct sst *t, uint32_t rank)
 	pthread_mutex_lock(&t->push_lock);
 	was = t->peers[rank].failed;
 	t->peers[rank].failed = true;
-	t->peers[rank].lo = t->peers[rank].hi = 0;
+	t->peers[rank].slo = t->peers[rank].shi = 0;
 	pthread_mutex_unlock(&t->push_lock);
 	return !was;
 }
 
-static int col_range(const struct sst *t, uint32_t first, uint32_t n,
-		     uint32_t *lo, uint32_t *hi)
+/* The segments holding columns [first, first + n). */
+static int col_segs(const struct sst *t, uint32_t first, uint32_t n,
+		    uint32_t *slo, uint32_t *shi)
 {
 	const struct sst_layout *l = t->layout;
 
 	if (n == 0 || first >= l->ncols || n > l->ncols - first)
 		return -EINVAL;
-	*lo = (uint32_t)l->cols[first].offset;
-	*hi = (uint32_t)(l->cols[first + n - 1].offset +
-			 l->cols[first + n - 1].size);
+	*slo = l->cols[first].seg;
+	*shi = l->cols[first + n - 1].seg + 1;
 	return 0;
 }
 
 int sst_push(struct sst *t)
 {
-	sst_push_range(t, 0, (uint32_t)t->row_size, true);
+	sst_push_segs(t, 0, t->nsegs, true, true);
 	return 0;
 }
 
 int sst_push_cols(struct sst *t, uint32_t first, uint32_t n)
 {
-	uint32_t lo, hi;
-	int rc = col_range(t, first, n, &lo, &hi);
+	uint32_t slo, shi;
+	int rc = col_segs(t, first, n, &slo, &shi);
 
 	if (rc)
 		return rc;
-	sst_push_range(t, lo, hi, true);
+	sst_push_segs(t, slo, shi, true, true);
 	return 0;
 }
 
 int sst_mark_cols(struct sst *t, uint32_t first, uint32_t n)
 {
-	uint32_t lo, hi;
-	int rc = col_range(t, first, n, &lo, &hi);
+	uint32_t slo, shi;
+	int rc = col_segs(t, first, n, &slo, &shi);
 
 	if (rc)
 		return rc;
-	sst_push_range(t, lo, hi, false);
+	sst_push_segs(t, slo, shi, true, false);
 	return 0;
 }

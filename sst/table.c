@@ -4,10 +4,14 @@
  *
  * The table is n rows of the layout's row size in the member's region, at
  * the same offset in every member's region, so a member finds its row in a
- * peer's copy from the peer's region target alone. Reads of any row and
- * writes of the own row go through whole 64-bit loads and stores: the
- * layout guarantees no word straddles a cache line, and whole-word access
- * guarantees the compiler does not split one either.
+ * peer's copy from the peer's region target alone. Peers' writes land
+ * there, and nothing reads them as values: sst_take_row copies each
+ * segment whose sequence moved, checks the copy (sst/seal.c) and keeps
+ * the last whole one in `valid`, which is what every read of a peer's row
+ * returns. The own row is written in place and read as it is; pushes send
+ * sealed snapshots of it (push.c). Words are loaded and stored whole: the
+ * layout keeps every word inside a cache line, and whole-word access keeps
+ * the compiler from splitting one.
  */
 #include <assert.h>
 #include <stdlib.h>
@@ -68,6 +72,46 @@ static uint64_t table_fingerprint(const struct sst_layout *l, uint32_t n)
 		h *= 0x100000001b3ull;
 	}
 	return h ? h : 1;
+}
+
+size_t sst_area_size(const struct sst_layout *l, uint32_t nmembers,
+		     const struct sst_options *opt)
+{
+	uint32_t inflight = opt && opt->max_inflight ? opt->max_inflight :
+			    DEFAULT_MAX_INFLIGHT;
+
+	return sst_table_size(l, nmembers) +
+	       (size_t)nmembers * inflight * sst_layout_row_size(l);
+}
+
+/* The per-segment state of both sides: keys, sealing counters, validated
+ * copies and their timers. */
+static int alloc_segments(struct sst *t, uint64_t seed)
+{
+	size_t nk = (size_t)t->n * t->nsegs;
+
+	t->valid = calloc(t->n, t->row_size);
+	t->scratch = calloc(1, t->row_size);
+	t->keys = calloc(nk, sizeof(*t->keys));
+	t->torn_since = calloc(nk, sizeof(*t->torn_since));
+	t->seg_seq = calloc(t->nsegs, sizeof(*t->seg_seq));
+	if (!t->valid || !t->scratch || !t->keys || !t->torn_since ||
+	    !t->seg_seq)
+		return -ENOMEM;
+	for (uint32_t r = 0; r < t->n; r++)
+		for (uint32_t sg = 0; sg < t->nsegs; sg++)
+			t->keys[(size_t)r * t->nsegs + sg] = sst_seal_key(seed,
+				sg ? t->fingerprint : 0, r, sg);
+	return 0;
+}
+
+static void free_segments(struct sst *t)
+{
+	free(t->valid);
+	free(t->scratch);
+	free(t->keys);
+	free(t->torn_since);
+	free(t->seg_seq);
 }
 
 static int find_peers(struct sst *t, size_t table_offset,
@@ -181,15 +225,25 @@ int sst_create(struct rdma_sq_node *node, const struct group_config *cfg,
 	t->n = cfg->nmembers;
 	t->me = (uint32_t)rc;
 	t->row_size = sst_layout_row_size(layout);
+	t->nsegs = sst_layout_nsegs(layout);
 	t->table = (uint8_t *)region + table_offset;
 	t->my_row = t->table + (size_t)t->me * t->row_size;
+	t->slots = t->table + sst_table_size(layout, t->n);
 	t->fingerprint = table_fingerprint(layout, t->n);
 	memset(t->my_row, 0, t->row_size);
 	__atomic_store_n(sst_word(t, t->me, SST_HDR_FINGERPRINT),
 			 t->fingerprint, __ATOMIC_RELEASE);
 	pthread_mutex_init(&t->push_lock, NULL);
+	rc = alloc_segments(t, t->opt.seed);
+	if (rc) {
+		free_segments(t);
+		pthread_mutex_destroy(&t->push_lock);
+		free(t);
+		return squall_error_set(err, rc, "sst_create: out of memory");
+	}
 	rc = sst_preds_init(&t->preds, t);
 	if (rc) {
+		free_segments(t);
 		pthread_mutex_destroy(&t->push_lock);
 		free(t);
 		return squall_error_set(err, rc, "sst_create: predicate engine");
@@ -234,11 +288,12 @@ void sst_destroy(struct sst *t)
 		/* A signaled push wakes a sleeping progress thread; with no
 		 * live peer its wait is short anyway (progress.c). */
 		atomic_store(&t->asleep, true);
-		sst_push_range(t, SST_HDR_HEARTBEAT, SST_HDR_HEARTBEAT + 8, true);
+		sst_push_segs(t, 0, 1, false, true);
 		pthread_join(t->thread, NULL);
 	}
 	sst_preds_destroy(&t->preds);
 	pthread_mutex_destroy(&t->push_lock);
+	free_segments(t);
 	free(t);
 }
 
@@ -252,26 +307,22 @@ int sst_wait_peers(struct sst *t, int timeout_ms, struct squall_error *err)
 		for (uint32_t r = 0; r < t->n; r++) {
 			uint64_t fp;
 
-			if (r == t->me || sst_suspected(t, r))
+			if (r == t->me)
 				continue;
+			/* A validated header: its fingerprint is exactly
+			 * what the peer wrote. */
 			fp = __atomic_load_n(sst_word(t, r, SST_HDR_FINGERPRINT),
 					     __ATOMIC_ACQUIRE);
-			if (fp && fp != t->fingerprint) {
-				/* Maybe the first push is still landing: a
-				 * NIC need not place a word at once (rxe
-				 * copies bytes), so look again once any
-				 * write in progress is surely over. */
-				usleep(SST_FP_SETTLE_MS * 1000);
-				fp = __atomic_load_n(sst_word(t, r,
-					SST_HDR_FINGERPRINT), __ATOMIC_ACQUIRE);
-			}
-			if (fp && fp != t->fingerprint)
+			if ((fp && fp != t->fingerprint) ||
+			    __atomic_load_n(&t->peers[r].fp_bad, __ATOMIC_ACQUIRE))
 				return squall_error_set(err, -EPROTO,
 					"sst: member %u's table fingerprint %016llx "
 					"differs from ours (%016llx): another column "
 					"declaration or member count", t->peers[r].id,
 					(unsigned long long)fp,
 					(unsigned long long)t->fingerprint);
+			if (sst_suspected(t, r))
+				continue;
 			if (!fp && missing == UINT32_MAX)
 				missing = r;
 		}
@@ -279,8 +330,12 @@ int sst_wait_peers(struct sst *t, int timeout_ms, struct squall_error *err)
 			return 0;
 		if (sst_now_ns() >= deadline)
 			return squall_error_set(err, -ETIMEDOUT,
-				"sst: member %u has not pushed its row after %d ms",
-				t->peers[missing].id, timeout_ms);
+				"sst: member %u has not pushed a row that "
+				"validates after %d ms (%llu of its segments "
+				"failed their check)", t->peers[missing].id,
+				timeout_ms, (unsigned long long)
+				__atomic_load_n(&t->peers[missing].torn,
+						__ATOMIC_RELAXED));
 		usleep(1000);
 	}
 }
@@ -316,50 +371,57 @@ static size_t col_off(const struct sst *t, uint32_t col, uint32_t i)
 	return c->offset + (size_t)i * 8;
 }
 
-/* Consecutive reads that must agree before a peer's word is believed. */
-#define SST_SETTLE_READS 16
-/* Reads after which a word that keeps changing is taken as it is. */
-#define SST_SETTLE_MAX 4096
-
-/* A peer's word, read whole. An RDMA write need not place an 8-byte word
- * at once: rxe copies bytes, and under an emulated CPU a reader can catch
- * a counter with its low bytes new and its high bytes old (0x4800 being
- * written over 0x47ff read as 0x4700: a counter going back). A word is
- * taken once SST_SETTLE_READS reads in a row see the same value: the
- * bytes of one word are stored back to back, so a torn value does not
- * last that long unless the writer stalls inside the word. Own-row
- * words are read once (only this member writes them). */
-static uint64_t read_settled(const struct sst *t, uint32_t rank,
-			     const uint64_t *w)
+unsigned sst_take_row(struct sst *t, uint32_t rank)
 {
-	uint64_t v = __atomic_load_n(w, __ATOMIC_ACQUIRE);
-	unsigned same = 0;
+	const struct sst_seg *segs = t->layout->segs;
+	const uint8_t *land = t->table + (size_t)rank * t->row_size;
+	uint8_t *valid = t->valid + (size_t)rank * t->row_size;
+	uint64_t *since = t->torn_since + (size_t)rank * t->nsegs;
+	unsigned taken = 0;
 
-	if (rank == t->me)
-		return v;
-	for (unsigned i = 0; i < SST_SETTLE_MAX && same < SST_SETTLE_READS;
-	     i++) {
-		uint64_t again = __atomic_load_n(w, __ATOMIC_ACQUIRE);
-
-		same = again == v ? same + 1 : 0;
-		v = again;
+	for (uint32_t sg = 0; sg < t->nsegs; sg++) {
+		switch (sst_seal_take(&segs[sg], sst_key(t, rank, sg), land,
+				      valid, t->scratch)) {
+		case SST_TAKE_SAME:
+			break;
+		case SST_TAKE_NEW:
+			since[sg] = 0;
+			t->stats.taken++;
+			/* The header holds what only the SST's timers
+			 * read: taking it is no work for predicates. */
+			taken += sg > 0;
+			break;
+		case SST_TAKE_TORN:
+		case SST_TAKE_STALE:
+			/* Not an error: the next whole push is taken. Only
+			 * one that never comes is (timed_checks). */
+			if (!since[sg])
+				since[sg] = sst_now_ns();
+			__atomic_store_n(&t->peers[rank].torn,
+					 t->peers[rank].torn + 1,
+					 __ATOMIC_RELAXED);
+			t->stats.torn++;
+			break;
+		}
 	}
-	return v;
+	return taken;
 }
 
 uint64_t sst_get(const struct sst *t, uint32_t rank, uint32_t col)
 {
 	assert(rank < t->n);
-	/* Acquire: whatever a trigger reads after seeing this value is at
-	 * least as new as what the CPU saw land before it. */
-	return read_settled(t, rank, sst_word(t, rank, col_off(t, col, 0)));
+	/* Acquire: whatever a reader reads after seeing this value is at
+	 * least as new as what was taken before it. */
+	return __atomic_load_n(sst_word(t, rank, col_off(t, col, 0)),
+			       __ATOMIC_ACQUIRE);
 }
 
 uint64_t sst_get_elem(const struct sst *t, uint32_t rank, uint32_t col,
 		      uint32_t i)
 {
 	assert(rank < t->n);
-	return read_settled(t, rank, sst_word(t, rank, col_off(t, col, i)));
+	return __atomic_load_n(sst_word(t, rank, col_off(t, col, i)),
+			       __ATOMIC_ACQUIRE);
 }
 
 size_t sst_get_bytes(const struct sst *t, uint32_t rank, uint32_t col,
@@ -372,7 +434,14 @@ size_t sst_get_bytes(const struct sst *t, uint32_t rank, uint32_t col,
 	assert(c->type == SST_COL_BYTES);
 	if (len > c->count)
 		len = c->count;
-	memcpy(dst, t->table + (size_t)rank * t->row_size + c->offset, len);
+	/* Word by word, each whole: the progress thread may be storing a
+	 * newer copy meanwhile. */
+	for (size_t at = 0; at < len; at += 8) {
+		uint64_t w = __atomic_load_n(sst_word(t, rank, c->offset + at),
+					     __ATOMIC_ACQUIRE);
+
+		memcpy((uint8_t *)dst + at, &w, len - at < 8 ? len - at : 8);
+	}
 	return len;
 }
 

@@ -15,6 +15,7 @@
 
 #include "sst/layout.h"
 #include "sst/predicates.h"
+#include "sst/seal.h"
 
 /* wr_id of the SST's requests: a tag, the kind, the peer's rank and, for a
  * signaled write, how many writes its completion accounts for. Requests of
@@ -49,10 +50,6 @@ static inline uint32_t sst_wrid_covered(uint64_t wr_id)
 	return (uint32_t)wr_id;
 }
 
-/* A fingerprint that differs is believed only once it has stayed so this
- * long: a word a peer's write is placing may be read half written. */
-#define SST_FP_SETTLE_MS 20
-
 struct sst_peer {
 	uint32_t id;            /* .cfg member id */
 	uint64_t raddr;         /* my row in this peer's copy of the table */
@@ -63,17 +60,20 @@ struct sst_peer {
 	bool post_failed;       /* a post failed: the progress thread
 				   raises the suspicion */
 	char post_error[SQUALL_ERRMSG_MAX];
-	uint32_t lo, hi;        /* pending byte range of my row, lo == hi:
-				   nothing pending */
+	uint32_t slo, shi;      /* pending segments [slo, shi) of my row,
+				   slo == shi: nothing pending */
+	bool loud;              /* the pending write must carry an
+				   immediate (more than a heartbeat) */
 	uint32_t inflight;      /* writes posted, not yet accounted for */
 	uint32_t unsignaled;    /* writes since the last signaled one */
+	uint64_t posted;        /* writes ever posted: the next one goes
+				   from slot posted % max_inflight */
 
-	/* Progress thread only. */
-	uint64_t hb_seen;       /* last heartbeat value read in its row */
+	/* Progress thread only (fp_bad is read by sst_wait_peers too). */
+	uint64_t hb_seen;       /* last heartbeat value taken from its row */
 	uint64_t hb_change_ns;  /* when it last changed */
 	bool fp_bad;            /* its row carries another fingerprint */
-	uint64_t fp_odd_ns;     /* when its fingerprint was first seen
-				   differ (0: it does not) */
+	uint64_t torn;          /* its segments that failed their check */
 };
 
 struct sst {
@@ -84,8 +84,23 @@ struct sst {
 	uint32_t n;             /* members */
 	uint32_t me;            /* my rank */
 	size_t row_size;
-	uint8_t *table;         /* n rows, mine at me * row_size */
-	uint8_t *my_row;
+	uint8_t *table;         /* n rows, mine at me * row_size; peers'
+				   rows are where their writes land */
+	uint8_t *my_row;        /* the row this member writes (never sent
+				   as it is: pushes send sealed copies) */
+	uint8_t *slots;         /* n * max_inflight snapshot slots of one
+				   row each, in the region after the table */
+	uint8_t *valid;         /* n rows: the last copy of each peer
+				   segment that validated (progress thread
+				   writes, any thread reads) */
+	uint64_t *scratch;      /* one row of words for sst_seal_take */
+	uint64_t *keys;         /* n * nsegs: the key of each segment */
+	uint64_t *seg_seq;      /* nsegs: the last sequence sealed, under
+				   push_lock */
+	uint64_t *torn_since;   /* n * nsegs: when the segment last began
+				   failing its check (0: it is not),
+				   progress thread only */
+	uint32_t nsegs;
 	uint64_t fingerprint;   /* of the layout and the member count */
 
 	pthread_mutex_t push_lock;
@@ -113,9 +128,19 @@ struct sst {
 /* Monotonic clock in nanoseconds. */
 uint64_t sst_now_ns(void);
 
+/* A word of member rank's row as this member reads it: its own row, or
+ * the last validated copy of a peer's. Never a peer's landing bytes. */
 static inline uint64_t *sst_word(const struct sst *t, uint32_t rank, size_t off)
 {
-	return (uint64_t *)(void *)(t->table + (size_t)rank * t->row_size + off);
+	uint8_t *rows = rank == t->me ? t->table : t->valid;
+
+	return (uint64_t *)(void *)(rows + (size_t)rank * t->row_size + off);
+}
+
+static inline uint64_t sst_key(const struct sst *t, uint32_t rank,
+			       uint32_t seg)
+{
+	return t->keys[(size_t)rank * t->nsegs + seg];
 }
 
 /* Receive buffer i of member rank (recv_buf_size > 0). */
@@ -129,10 +154,16 @@ static inline void *sst_recv_buf(const struct sst *t, uint32_t rank, uint32_t i)
 int sst_post_recv(struct sst *t, uint32_t rank, uint32_t i,
 		  struct squall_error *err);
 
-/* Push bytes [lo, hi) of my row to every live peer (push.c). wake: the
- * progress thread may be asleep, make the writes signaled so that their
- * completions wake it. */
-void sst_push_range(struct sst *t, uint32_t lo, uint32_t hi, bool post);
+/* Push segments [slo, shi) of my row to every live peer, or (post false)
+ * only mark them for the next push (push.c). loud: the writes carry an
+ * immediate, which wakes a sleeping peer (all but pure heartbeats). */
+void sst_push_segs(struct sst *t, uint32_t slo, uint32_t shi, bool loud,
+		   bool post);
+
+/* Take whatever whole, newer segments stand in peer rank's landing row
+ * into its validated copy (table.c). Progress thread only. Returns how
+ * many segments other than the header were taken. */
+unsigned sst_take_row(struct sst *t, uint32_t rank);
 
 /* Completion of one of my writes to peer rank (push.c). */
 void sst_write_done(struct sst *t, uint32_t rank, uint32_t covered);

@@ -9,12 +9,34 @@
  * copy and runs their triggers, advances a heartbeat column and suspects
  * members whose heartbeat stops or whose writes fail.
  *
- * Row layout: a 64-byte header the SST uses (SST_HDR_*), then the declared
- * columns in declaration order. Every field starts on an 8-byte boundary; a
- * field of at most 64 bytes never straddles a cache line, a larger one
- * starts on a line; rows are padded to whole cache lines. The same
- * declaration gives the same layout on every member, and the same
- * fingerprint.
+ * Row format. A row is a sequence of segments, each the unit that a push
+ * writes and a reader validates: the segment's fields, then a 16-byte
+ * trailer {seq, check}. Segment 0 is the 64-byte row header the SST uses
+ * (SST_HDR_*: fingerprint, heartbeat, suspicions, its trailer at
+ * SST_HDR_SEQ); then the declared columns in declaration order, each
+ * starting a segment of its own unless it is declared `with_prev` (then it
+ * shares the segment of the column before it, and readers see both from
+ * the same push). Every field starts on an 8-byte boundary; a field of at
+ * most 64 bytes never straddles a cache line, a larger one starts on a
+ * line; a trailer never straddles a line; rows are padded to whole cache
+ * lines. The same declaration gives the same layout on every member, and
+ * the same fingerprint.
+ *
+ * Validation. The owner never lets the NIC read the row it writes: each
+ * push copies the segments it sends into a snapshot slot that nothing
+ * changes until the write has completed, stamps each with a sequence
+ * number (one counter per segment, only growing) and a check (a 64-bit
+ * keyed hash over the sequence and the segment's bytes; the key binds the
+ * table's seed and fingerprint, the writer's rank and the segment), and
+ * writes the slot. Whatever lands is therefore either a segment the owner
+ * once sealed whole or a mix that fails its check. A reader never reads a
+ * peer's landing bytes as values: the progress thread copies a segment
+ * whose sequence moved, checks the copy, and takes it only when the check
+ * holds and the sequence is newer than the one it has; sst_get and every
+ * other read of a peer's row return the last copy taken. A segment that
+ * fails its check is simply not taken (the next push brings a whole one);
+ * one that keeps failing for sst.suspect_timeout_ms gets its writer
+ * suspected, as silence does.
  *
  * Calls return 0 (or a value) or a negative errno; the library never prints.
  */
@@ -38,7 +60,10 @@
 #define SST_HDR_FINGERPRINT 0  /* the table's fingerprint, 0 = not pushed yet */
 #define SST_HDR_HEARTBEAT 8    /* advanced every heartbeat period */
 #define SST_HDR_SUSPECTED 16   /* bit j: this member suspects member rank j */
+#define SST_HDR_SEQ 48         /* the header segment's trailer */
 #define SST_HDR_SIZE 64
+/* Every segment ends with {seq, check}, 8 bytes each. */
+#define SST_TRAILER_SIZE 16
 
 /* What a column holds. */
 enum sst_col_type {
@@ -50,11 +75,16 @@ enum sst_col_type {
 
 /* One column of the declaration. count: 0 or 1 for scalars; elements for
  * SST_COL_U64_ARRAY; bytes for SST_COL_BYTES (arrays hold at most
- * SST_ARRAY_MAX_BYTES bytes). Names are unique, 1..31 characters. */
+ * SST_ARRAY_MAX_BYTES bytes). Names are unique, 1..31 characters.
+ * with_prev: the column joins the segment of the column before it, so a
+ * reader never sees one of them newer than the other from one push
+ * (columns a member publishes together, such as a decision and what it
+ * covers); false: it starts a segment of its own. */
 struct sst_column {
 	const char *name;
 	enum sst_col_type type;
 	uint32_t count;
+	bool with_prev;
 };
 
 /* ----- Layout ------------------------------------------------------------ */
@@ -93,6 +123,10 @@ uint64_t sst_layout_fingerprint(const struct sst_layout *l);
 
 /* Bytes of a whole table of nmembers rows. */
 size_t sst_table_size(const struct sst_layout *l, uint32_t nmembers);
+
+/* Segments of a row (the header included) and the segment of column col. */
+uint32_t sst_layout_nsegs(const struct sst_layout *l);
+uint32_t sst_layout_col_segment(const struct sst_layout *l, uint32_t col);
 
 /* ----- Predicates -------------------------------------------------------- */
 
@@ -183,6 +217,10 @@ struct sst_options {
 	uint32_t recv_buf_size;
 	/* The hooks of the parts sharing the node; NULL: none. */
 	const struct sst_dispatch *dispatch;
+	/* Bound into every segment's check: members of one table pass the
+	 * same value (the group passes its view's epoch), so a row left
+	 * over from a table with another seed never validates. */
+	uint64_t seed;
 };
 
 /* Counters of what the table has done, for tools and benchmarks. */
@@ -199,10 +237,20 @@ struct sst_stats {
 	uint64_t suspicions;    /* members suspected */
 	uint64_t stalls;        /* gaps in our own heartbeat checks longer
 				   than two periods (not held against peers) */
+	uint64_t taken;         /* peers' segments validated and taken */
+	uint64_t torn;          /* peers' segments seen changed that failed
+				   their check (half landed, or broken) */
 };
 
+/* Bytes the table needs at its offset in the region, for nmembers and
+ * the options opt (NULL: the defaults): the table (sst_table_size: the
+ * rows, which peers write) followed by this member's snapshot slots
+ * (max_inflight per peer, one row each, which only the NIC reads). */
+size_t sst_area_size(const struct sst_layout *l, uint32_t nmembers,
+		     const struct sst_options *opt);
+
 /* Create the member's table over an existing, connected node.
- * The table takes sst_table_size(layout, cfg->nmembers) bytes at
+ * The table takes sst_area_size(layout, cfg->nmembers, opt) bytes at
  * region + table_offset, inside the node's registered region, and the same
  * offset in every peer's region holds that peer's copy: the member's row
  * is written there. The table memory must start zeroed (a fresh region
@@ -222,9 +270,10 @@ int sst_start(struct sst *t, struct squall_error *err);
  * NULL. The node must outlive this call. */
 void sst_destroy(struct sst *t);
 
-/* Wait until every peer not suspected has pushed its row with this
- * table's fingerprint. Returns 0, -ETIMEDOUT, or -EPROTO when a peer's
- * fingerprint differs (its layout does not match; err names it). */
+/* Wait until every peer not suspected has pushed a header that validated
+ * with this table's fingerprint. Returns 0, -ETIMEDOUT (err names the
+ * peer, and how many of its pushes failed their check), or -EPROTO when a
+ * peer's fingerprint differs (its layout does not match; err names it). */
 int sst_wait_peers(struct sst *t, int timeout_ms, struct squall_error *err);
 
 /* The local member's rank (its index in cfg->members), the number of
@@ -235,7 +284,11 @@ uint32_t sst_member_id(const struct sst *t, uint32_t rank);
 const struct sst_layout *sst_get_layout(const struct sst *t);
 
 /* Read a scalar column (or element i of an array column) of member rank's
- * row in the local copy. Each 64-bit word is read whole. */
+ * row: the member's own row as it is written, a peer's from the last copy
+ * of its segment that validated. Each value is one the writer stored
+ * whole, and a counter never goes back. The progress thread takes new
+ * copies only between passes, so predicates and triggers see a table that
+ * does not change under them; another thread reads whole words. */
 uint64_t sst_get(const struct sst *t, uint32_t rank, uint32_t col);
 uint64_t sst_get_elem(const struct sst *t, uint32_t rank, uint32_t col,
 		      uint32_t i);
@@ -245,15 +298,15 @@ uint64_t sst_get_elem(const struct sst *t, uint32_t rank, uint32_t col,
 size_t sst_get_bytes(const struct sst *t, uint32_t rank, uint32_t col,
 		     void *dst, size_t len);
 
-/* Write the local member's own row (no push). Each word is stored whole,
- * so a concurrent RDMA read of the row never sees a torn word. */
+/* Write the local member's own row (no push). Each word is stored whole;
+ * the NIC never reads this row (pushes send snapshots of it). */
 void sst_set(struct sst *t, uint32_t col, uint64_t v);
 void sst_set_elem(struct sst *t, uint32_t col, uint32_t i, uint64_t v);
 int sst_set_bytes(struct sst *t, uint32_t col, const void *src, size_t len);
 
-/* Push the whole row, or columns [first, first + n), to every peer not
- * suspected, merged with any range still pending for that peer (one
- * write covers both). Never waits for the network: when a peer's
+/* Push the whole row, or the segments holding columns [first, first + n),
+ * to every peer not suspected, merged with any range still pending for
+ * that peer (one write covers both). Never waits for the network: when a peer's
  * pipeline is full the range stays pending and the progress thread sends
  * it when a completion frees room. A peer whose post fails is marked
  * failed (and suspected by the progress thread); the others still get the

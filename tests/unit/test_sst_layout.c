@@ -1,6 +1,6 @@
 /*
  * test_sst_layout.c - the SST row layout: alignment, offsets, row size,
- * the cache-line rule and the fingerprint.
+ * the cache-line rule, segments and their trailers, and the fingerprint.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -27,16 +27,32 @@ static struct sst_layout *make(const struct sst_column *c, uint32_t n)
 
 /* Every field: 8-byte aligned, inside the row, not overlapping the header
  * or another field, and within one cache line unless larger than one (then
- * starting on a line). */
+ * starting on a line). Every segment: its columns in order inside
+ * [lo, trailer), its 16-byte trailer after them within one line, segments
+ * in row order without overlap, the header first. */
 static void check_invariants(const struct sst_layout *l)
 {
 	size_t row = sst_layout_row_size(l);
 	size_t prev_end = SST_HDR_SIZE;
 
 	assert_int_equal(row % SST_CACHE_LINE, 0);
+	assert_int_equal(l->segs[0].lo, 0);
+	assert_int_equal(l->segs[0].trailer, SST_HDR_SEQ);
+	assert_int_equal(sst_seg_end(&l->segs[0]), SST_HDR_SIZE);
+	for (uint32_t s = 1; s < sst_layout_nsegs(l); s++) {
+		const struct sst_seg *sg = &l->segs[s];
+
+		assert_true(sg->lo >= sst_seg_end(&l->segs[s - 1]));
+		assert_true(sg->lo < sg->trailer);
+		assert_int_equal(sg->trailer % 8, 0);
+		assert_int_equal(sg->trailer / SST_CACHE_LINE,
+				 (sst_seg_end(sg) - 1) / SST_CACHE_LINE);
+		assert_true(sst_seg_end(sg) <= row);
+	}
 	for (uint32_t i = 0; i < sst_layout_ncols(l); i++) {
 		size_t off = sst_layout_offset(l, i);
 		size_t sz = sst_layout_col_size(l, i);
+		uint32_t s = sst_layout_col_segment(l, i);
 
 		assert_int_equal(off % 8, 0);
 		assert_int_equal(sz % 8, 0);
@@ -47,9 +63,16 @@ static void check_invariants(const struct sst_layout *l)
 					 (off + sz - 1) / SST_CACHE_LINE);
 		else
 			assert_int_equal(off % SST_CACHE_LINE, 0);
+		assert_true(s >= 1 && s < sst_layout_nsegs(l));
+		assert_true(off >= l->segs[s].lo);
+		assert_true(off + sz <= l->segs[s].trailer);
+		if (i > 0)
+			assert_true(s == sst_layout_col_segment(l, i - 1) ||
+				    s == sst_layout_col_segment(l, i - 1) + 1);
 		prev_end = off + sz;
 	}
 	/* No more than one line of padding at the end. */
+	prev_end = sst_seg_end(&l->segs[sst_layout_nsegs(l) - 1]);
 	assert_true(row - prev_end < SST_CACHE_LINE);
 }
 
@@ -63,39 +86,49 @@ static void test_header_then_scalars(void **state)
 	};
 	struct sst_layout *l = make(c, 3);
 
+	/* Each its own segment: 8 bytes, then a 16-byte trailer. */
 	assert_int_equal(sst_layout_ncols(l), 3);
+	assert_int_equal(sst_layout_nsegs(l), 4);
 	assert_int_equal(sst_layout_offset(l, 0), 64);
-	assert_int_equal(sst_layout_offset(l, 1), 72);
-	assert_int_equal(sst_layout_offset(l, 2), 80);
+	assert_int_equal(sst_layout_offset(l, 1), 88);
+	assert_int_equal(sst_layout_offset(l, 2), 112);
+	/* The third trailer would straddle at 120: it takes the next line. */
+	assert_int_equal(l->segs[3].trailer, 128);
 	assert_int_equal(sst_layout_col_size(l, 0), 8);
 	assert_int_equal(sst_layout_col_count(l, 1), 1);
 	assert_int_equal(sst_layout_col_type(l, 1), SST_COL_FLAG);
-	assert_int_equal(sst_layout_row_size(l), 128);
-	assert_int_equal(sst_table_size(l, 5), 5 * 128);
+	assert_int_equal(sst_layout_row_size(l), 192);
+	assert_int_equal(sst_table_size(l, 5), 5 * 192);
+	/* The table, then max_inflight snapshot slots of a row per member. */
+	assert_int_equal(sst_area_size(l, 5, &(struct sst_options){
+		.max_inflight = 4 }), 5 * 192 + 5 * 4 * 192);
 	assert_int_equal(sst_layout_find(l, "seq"), 2);
 	assert_int_equal(sst_layout_find(l, "nope"), -ENOENT);
 	check_invariants(l);
 	sst_layout_destroy(l);
 }
 
-/* Seven scalars fill 56 bytes of a line; an array of 2 words (16 bytes)
- * would straddle and must move to the next line. */
+/* Seven scalars of one segment fill 56 bytes of a line; an array of 2
+ * words (16 bytes) would straddle and must move to the next line. */
 static void test_no_straddle(void **state)
 {
 	(void)state;
 	const struct sst_column c[] = {
-		{ "a", SST_COL_U64, 0 }, { "b", SST_COL_U64, 0 },
-		{ "c", SST_COL_U64, 0 }, { "d", SST_COL_U64, 0 },
-		{ "e", SST_COL_U64, 0 }, { "f", SST_COL_U64, 0 },
-		{ "g", SST_COL_U64, 0 },
-		{ "pair", SST_COL_U64_ARRAY, 2 },
-		{ "h", SST_COL_U64, 0 },
+		{ "a", SST_COL_U64, 0 }, { "b", SST_COL_U64, 0, true },
+		{ "c", SST_COL_U64, 0, true }, { "d", SST_COL_U64, 0, true },
+		{ "e", SST_COL_U64, 0, true }, { "f", SST_COL_U64, 0, true },
+		{ "g", SST_COL_U64, 0, true },
+		{ "pair", SST_COL_U64_ARRAY, 2, true },
+		{ "h", SST_COL_U64, 0, true },
 	};
 	struct sst_layout *l = make(c, 9);
 
+	assert_int_equal(sst_layout_nsegs(l), 2);
 	assert_int_equal(sst_layout_offset(l, 6), 64 + 48);
 	assert_int_equal(sst_layout_offset(l, 7), 128);
 	assert_int_equal(sst_layout_offset(l, 8), 144);
+	assert_int_equal(l->segs[1].lo, 64);
+	assert_int_equal(l->segs[1].trailer, 152);
 	assert_int_equal(sst_layout_row_size(l), 192);
 	check_invariants(l);
 	sst_layout_destroy(l);
@@ -114,11 +147,13 @@ static void test_bytes_padding(void **state)
 
 	assert_int_equal(sst_layout_col_size(l, 0), 8);
 	assert_int_equal(sst_layout_col_count(l, 0), 5);
-	assert_int_equal(sst_layout_offset(l, 1), 72);
-	/* 60 bytes -> 64: does not fit after 80 in the line, takes line 2 */
+	assert_int_equal(sst_layout_offset(l, 1), 88);
+	/* 60 bytes -> 64: does not fit after 112 in the line, takes line 2,
+	 * and its trailer the line after */
 	assert_int_equal(sst_layout_col_size(l, 2), 64);
 	assert_int_equal(sst_layout_offset(l, 2), 128);
-	assert_int_equal(sst_layout_row_size(l), 192);
+	assert_int_equal(l->segs[3].trailer, 192);
+	assert_int_equal(sst_layout_row_size(l), 256);
 	check_invariants(l);
 	sst_layout_destroy(l);
 }
@@ -136,7 +171,8 @@ static void test_large_array(void **state)
 
 	assert_int_equal(sst_layout_offset(l, 1), 128);
 	assert_int_equal(sst_layout_col_size(l, 1), 136);
-	assert_int_equal(sst_layout_offset(l, 2), 264);
+	assert_int_equal(l->segs[2].trailer, 264);
+	assert_int_equal(sst_layout_offset(l, 2), 280);
 	assert_int_equal(sst_layout_row_size(l), 320);
 	check_invariants(l);
 	sst_layout_destroy(l);
@@ -153,6 +189,43 @@ static void test_place_field(void **state)
 	assert_int_equal(sst_place_field(72, 64), 128);
 	assert_int_equal(sst_place_field(72, 72), 128);
 	assert_int_equal(sst_place_field(128, 4096), 128);
+}
+
+/* with_prev joins a column to the segment before it; the grouping is
+ * part of the fingerprint. */
+static void test_segments(void **state)
+{
+	(void)state;
+	struct sst_column c[] = {
+		{ "have", SST_COL_U64_ARRAY, 3 },
+		{ "acked", SST_COL_U64, 0, true },
+		{ "trim", SST_COL_U64_ARRAY, 3 },
+		{ "mask", SST_COL_U64, 0, true },
+		{ "joins", SST_COL_U64, 0 },
+	};
+	struct sst_layout *l = make(c, 5), *m;
+
+	assert_int_equal(sst_layout_nsegs(l), 4);
+	assert_int_equal(sst_layout_col_segment(l, 0), 1);
+	assert_int_equal(sst_layout_col_segment(l, 1), 1);
+	assert_int_equal(sst_layout_col_segment(l, 2), 2);
+	assert_int_equal(sst_layout_col_segment(l, 3), 2);
+	assert_int_equal(sst_layout_col_segment(l, 4), 3);
+	/* The trailer follows the segment's last column. */
+	assert_int_equal(l->segs[1].trailer, sst_layout_offset(l, 1) + 8);
+	check_invariants(l);
+	c[3].with_prev = false;
+	m = make(c, 5);
+	assert_int_equal(sst_layout_nsegs(m), 5);
+	assert_true(sst_layout_fingerprint(l) != sst_layout_fingerprint(m));
+	check_invariants(m);
+	sst_layout_destroy(m);
+	/* with_prev on the first column has nothing to join. */
+	c[0].with_prev = true;
+	m = make(c, 1);
+	assert_int_equal(sst_layout_nsegs(m), 2);
+	sst_layout_destroy(m);
+	sst_layout_destroy(l);
 }
 
 /* A pseudo-random mix of declarations always satisfies the invariants. */
@@ -173,6 +246,7 @@ static void test_random_declarations(void **state)
 			snprintf(names[i], sizeof(names[i]), "c%u", i);
 			c[i].name = names[i];
 			c[i].type = (enum sst_col_type)(1 + x % 4);
+			c[i].with_prev = (x >> 20) % 3 == 0;
 			c[i].count = c[i].type == SST_COL_U64_ARRAY ?
 				1 + (uint32_t)(x >> 8) % 40 :
 				c[i].type == SST_COL_BYTES ?
@@ -264,6 +338,8 @@ static void test_header_only(void **state)
 
 	assert_int_equal(sst_layout_create(NULL, 0, &l, NULL), 0);
 	assert_int_equal(sst_layout_row_size(l), SST_HDR_SIZE);
+	assert_int_equal(sst_layout_nsegs(l), 1);
+	check_invariants(l);
 	assert_int_equal(SST_HDR_HEARTBEAT % 8, 0);
 	assert_int_equal(SST_HDR_SUSPECTED % 8, 0);
 	assert_true(SST_HDR_SUSPECTED + 8 <= SST_HDR_SIZE);
@@ -277,6 +353,7 @@ int main(void)
 		cmocka_unit_test(test_no_straddle),
 		cmocka_unit_test(test_bytes_padding),
 		cmocka_unit_test(test_large_array),
+		cmocka_unit_test(test_segments),
 		cmocka_unit_test(test_place_field),
 		cmocka_unit_test(test_random_declarations),
 		cmocka_unit_test(test_fingerprint),

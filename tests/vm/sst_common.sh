@@ -10,6 +10,10 @@
 # the kill, and keep seeing the other survivors' counters advance.
 # Phase 3 (stop): the same with SIGSTOP, which leaves the connections up:
 # only the heartbeat tells.
+# Phase 4 (garbage): member N turns into a broken writer: it writes random
+# bytes over its counter's segment in every peer's table while its
+# heartbeat goes on; every survivor must suspect it, for a row that does
+# not validate, within 2 x the timeout of the first garbage.
 set -u
 N=${N:?N must be set}
 COUNT=${SST_TEST_COUNT:-100000}
@@ -71,11 +75,13 @@ echo "counters: $N members x $COUNT increments, all seen, in $((t1 - t0)) s"
 # own finding, or a suspicion learnt from another survivor's row), and
 # keep seeing the other survivors' counters advance.
 fail_one() {
-    local sig=$1 port=$2 why=$3 i n t f line at delay adv sig_ms
+    local sig=$1 port=$2 why=$3 i n t f line at delay adv sig_ms mode
     local limit=$((2 * TIMEOUT_MS)) M
     M=$(members "$port")
     for i in $(seq 1 "$N"); do
-        start "$sig" "$i" $M --mode suspect --timeout-ms "$TIMEOUT_MS" --heartbeat-ms 100 --period-us 200000 --after-ms 3000
+        mode=suspect
+        [ "$sig" = GARBAGE ] && [ "$i" = "$N" ] && mode=garbage
+        start "$sig" "$i" $M --mode $mode --timeout-ms "$TIMEOUT_MS" --heartbeat-ms 100 --period-us 200000 --after-ms 3000
     done
     for t in $(seq 1 1200); do
         n=$(cat "$OUT"/"$sig".*.out 2>/dev/null | grep -c "^READY" || true)
@@ -85,9 +91,19 @@ fail_one() {
     [ "$n" = "$N" ] || fail "$sig: the members did not all start within 120 s"
     sleep 2
     grep -q "^SUSPECT" "$OUT"/"$sig".*.out && fail "$sig: a suspicion before any member failed"
-    # The time comes from bash itself (no fork), just before the signal.
-    sig_ms=$(( ${EPOCHREALTIME/./} / 1000 ))
-    kill -"$sig" "${PID[$N]}"
+    if [ "$sig" = GARBAGE ]; then
+        # Member N says when its first garbage goes out.
+        for t in $(seq 1 600); do
+            line=$(grep -m1 "^GARBAGE member=$N " "$OUT/$sig.$N.out") && break
+            sleep 0.1
+        done
+        [ -n "$line" ] || fail "$sig: member $N never started writing garbage"
+        sig_ms=$(echo "$line" | sed 's/.* at_ms=\([0-9]*\).*/\1/')
+    else
+        # The time comes from bash itself (no fork), just before the signal.
+        sig_ms=$(( ${EPOCHREALTIME/./} / 1000 ))
+        kill -"$sig" "${PID[$N]}"
+    fi
     for i in $(seq 1 $((N - 1))); do
         finish "$i" 120
         [ "$RC" = 0 ] || fail "$sig: survivor $i exited with status $RC"
@@ -118,4 +134,7 @@ fail_one KILL 7800 "."
 fail_one STOP 7900 "no heartbeat from member $N|suspected by member"
 grep -q "^SUSPECT member=[0-9]* rank=$((N - 1)) id=$N .*why=no heartbeat from member $N" "$OUT"/STOP.*.out ||
     fail "STOP: no survivor suspected member $N for its silent heartbeat"
-echo "PASS: $N members: counters to $COUNT; kill -9 and SIGSTOP of member $N suspected by every survivor within $((2 * TIMEOUT_MS)) ms; survivors kept pushing"
+fail_one GARBAGE 8000 "member $N's row has not validated|suspected by member"
+grep -q "^SUSPECT member=[0-9]* rank=$((N - 1)) id=$N .*why=member $N's row has not validated" "$OUT"/GARBAGE.*.out ||
+    fail "GARBAGE: no survivor suspected member $N for its row failing its checks"
+echo "PASS: $N members: counters to $COUNT; kill -9, SIGSTOP and garbage writes of member $N suspected by every survivor within $((2 * TIMEOUT_MS)) ms; survivors kept pushing"

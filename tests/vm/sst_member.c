@@ -15,8 +15,16 @@
  * clock time, and after the first suspicion keeps going for --after-ms,
  * then checks that every peer it does not suspect kept advancing.
  *
+ * --mode garbage: a broken writer. It runs as in suspect mode for 2 s,
+ * then stops pushing its counter and instead writes random bytes (with a
+ * sequence word that keeps moving) over its counter's segment in every
+ * peer's copy of its row, by plain RDMA writes from its main thread, while
+ * its progress thread keeps its heartbeats going. It prints GARBAGE with
+ * the wall clock when it starts; peers must suspect it for a row that does
+ * not validate, though its heartbeat never stops.
+ *
  * usage: sst_member --id N --member ID,ADDR,PORT [--member ...]
- *        [--mode counters|suspect] [--count N] [--heartbeat-ms MS]
+ *        [--mode counters|suspect|garbage] [--count N] [--heartbeat-ms MS]
  *        [--timeout-ms MS] [--period-us US] [--after-ms MS]
  */
 #include <getopt.h>
@@ -24,11 +32,13 @@
 #include <stdatomic.h>
 #include <unistd.h>
 
+#include "sst/layout.h"
 #include "sst_setup.h"
 
 struct run {
 	struct member m;
 	bool suspect_mode;
+	bool garbage_mode;
 	uint64_t count;
 	uint32_t heartbeat_ms, timeout_ms, period_us, after_ms;
 
@@ -285,11 +295,68 @@ static int run_suspect(struct run *r)
 	return ok ? 0 : 1;
 }
 
+/* Write random bytes over the counter's segment of this member's row in
+ * every peer's table, its sequence word moving, for secs seconds. */
+static int write_garbage(struct run *r, uint64_t ms)
+{
+	const struct sst_layout *l = r->m.layout;
+	const struct sst_seg *g = &l->segs[sst_layout_col_segment(l, COL_COUNTER)];
+	uint32_t len = sst_seg_end(g) - g->lo;
+	uint8_t *src = r->m.region + r->m.region_len - 4096;
+	uint64_t rng = 0x6a7ba6e ^ r->m.id, end = wall_ms() + ms, n = 0;
+	struct squall_error err;
+
+	for (uint64_t k = 1; wall_ms() < end; k++) {
+		for (uint32_t i = 0; i < len; i++) {
+			rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+			src[i] = (uint8_t)(rng >> 56);
+		}
+		/* A sequence far above any real one: always "changed". */
+		memcpy(src + (g->trailer - g->lo), &(uint64_t){ k << 40 }, 8);
+		for (uint32_t q = 0; q < r->m.cfg.nmembers; q++) {
+			struct rdma_sq_sge sge = { src, len };
+			uint64_t addr, rlen;
+			uint32_t rkey, id = r->m.cfg.members[q].id;
+
+			if (q == r->m.me || rdma_sq_remote(r->m.node, id,
+			    RDMA_SQ_TARGET_REGION, &addr, &rkey, &rlen))
+				continue;
+			addr += (uint64_t)r->m.me * sst_layout_row_size(l) + g->lo;
+			/* Not the SST's tag: its completion is ignored. */
+			if (rdma_sq_write(r->m.node, id, &sge, 1, addr, rkey,
+					  0x7700000000000000ull, RDMA_SQ_SIGNALED,
+					  &err) == 0)
+				n++;
+		}
+		usleep(r->period_us / 4);
+	}
+	printf("GARBAGE_DONE member=%u writes=%" PRIu64 "\n", r->m.id, n);
+	fflush(stdout);
+	return 0;
+}
+
+static int run_garbage(struct run *r)
+{
+	struct sst *t = r->m.t;
+	uint64_t v = 0, start = wall_ms();
+
+	printf("READY member=%u at_ms=%" PRIu64 "\n", r->m.id, start);
+	fflush(stdout);
+	while (wall_ms() < start + 2000) {
+		sst_set(t, COL_COUNTER, ++v);
+		sst_push_cols(t, COL_COUNTER, 1);
+		usleep(r->period_us);
+	}
+	printf("GARBAGE member=%u at_ms=%" PRIu64 "\n", r->m.id, wall_ms());
+	fflush(stdout);
+	return write_garbage(r, 4ull * r->timeout_ms + r->after_ms);
+}
+
 static void usage(void)
 {
 	fprintf(stderr,
 		"usage: sst_member --id N --member ID,ADDR,PORT [--member ...]\n"
-		"  [--mode counters|suspect] [--count N] [--heartbeat-ms MS]\n"
+		"  [--mode counters|suspect|garbage] [--count N] [--heartbeat-ms MS]\n"
 		"  [--timeout-ms MS] [--period-us US] [--after-ms MS]\n");
 	exit(2);
 }
@@ -317,6 +384,8 @@ static void parse(int argc, char **argv, struct run *r)
 		case 'M':
 			if (!strcmp(optarg, "suspect"))
 				r->suspect_mode = true;
+			else if (!strcmp(optarg, "garbage"))
+				r->garbage_mode = true;
 			else if (strcmp(optarg, "counters"))
 				usage();
 			break;
@@ -361,7 +430,8 @@ int main(int argc, char **argv)
 	printf("CONNECTED member=%u rank=%u members=%u row_size=%zu\n", r->m.id,
 	       r->m.me, r->m.cfg.nmembers, sst_layout_row_size(r->m.layout));
 	fflush(stdout);
-	rc = r->suspect_mode ? run_suspect(r) : run_counters(r);
+	rc = r->garbage_mode ? run_garbage(r) :
+	     r->suspect_mode ? run_suspect(r) : run_counters(r);
 	member_close(&r->m);
 	return rc;
 }
