@@ -265,13 +265,21 @@ static void timed_checks(struct sst *t, uint64_t now)
 	}
 }
 
-/* Suspicions other members published in their rows. */
+/* Suspicions other members published in their rows. Not those of a
+ * member this one suspects: it is out, and what it says of the others
+ * (it stops hearing them once they stop pushing to it) is no reason to
+ * suspect them. */
+static bool believed(const struct sst *t, uint32_t r)
+{
+	return r != t->me && !t->peers[r].fp_bad && !((t->known >> r) & 1);
+}
+
 static void learn_suspicions(struct sst *t)
 {
 	uint64_t all = 0, fresh;
 
 	for (uint32_t r = 0; r < t->n; r++)
-		if (r != t->me && !t->peers[r].fp_bad)
+		if (believed(t, r))
 			all |= __atomic_load_n(sst_word(t, r, SST_HDR_SUSPECTED),
 					       __ATOMIC_ACQUIRE);
 	if (t->n < 64)
@@ -284,7 +292,7 @@ static void learn_suspicions(struct sst *t)
 
 		fresh &= fresh - 1;
 		for (uint32_t r = 0; r < t->n; r++)
-			if (r != t->me && (__atomic_load_n(sst_word(t, r,
+			if (believed(t, r) && (__atomic_load_n(sst_word(t, r,
 				SST_HDR_SUSPECTED), __ATOMIC_ACQUIRE) >> j & 1)) {
 				by = r;
 				break;
