@@ -292,10 +292,7 @@ int group_epoch_build(struct group *g, struct squall_error *err)
 	memset(g->done, 0, (size_t)g->cfg.nmembers * 8);
 	g->done_dirty = false;
 	g->sent_epoch = 0;
-	g->vc = VC_NONE;
-	g->vc_tmask = g->vc_tadd = 0;
-	g->vc_adopted = false;
-	g->vc_delivered = false;
+	memset(&g->vc, 0, sizeof(g->vc));
 	memset(g->table.ptr, 0, g->table.len);
 	r = make_layout(g->n, &g->layout, g->col, err);
 	if (!r)

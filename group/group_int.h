@@ -39,10 +39,11 @@
 #include <squall/sst.h>
 
 #include "smc/core.h"
+#include "group/vcore.h"
 
 /* COL_CLOSING of a member that leaves while the others go on: every
  * message it sent is delivered everywhere; drop it in the next view. */
-#define GROUP_CLOSE_LEFT 3u
+#define GROUP_CLOSE_LEFT VC_CLOSE_LEFT
 
 /* How long a closing member whose messages are everywhere waits for the
  * others to close too before it leaves alone (plus two heartbeats). */
@@ -137,12 +138,6 @@ struct group_resend {
 	uint8_t kind;
 	uint64_t msg_id;        /* large */
 	struct buf_desc d;      /* the payload (submitted) */
-};
-
-enum group_vc {
-	VC_NONE,     /* no view change */
-	VC_WEDGED,   /* sends stopped; agreeing on the trim */
-	VC_INSTALL,  /* every survivor holds the trim: the view thread's turn */
 };
 
 enum group_col {
@@ -249,12 +244,8 @@ struct group {
 	int join_conn[GROUP_CONFIG_MAX_MEMBERS];
 	uint64_t join_bits;             /* published in COL_JOIN */
 	/* Progress thread only: */
-	enum group_vc vc;
-	uint64_t vc_tmask;              /* the adopted trim's mask; 0: none */
-	uint64_t vc_tadd;               /* the members its view adds */
-	bool vc_adopted;                /* a trim is adopted */
-	uint64_t vc_trim[GROUP_CONFIG_MAX_MEMBERS];
-	bool vc_delivered;              /* the trim is delivered here */
+	struct vc_state vc;             /* the view change (vcore.h) */
+	struct vc_row vc_rows[GROUP_CONFIG_MAX_MEMBERS]; /* its inputs */
 	bool ragged;                    /* delivering the trim */
 	uint64_t vc_start_ms;
 	struct group_resend *resend_head, **resend_tail;
@@ -290,7 +281,7 @@ extern const struct rdmc_callbacks group_rdmc_cb_template;
 bool group_pass(void *arg);
 void group_order_free(struct group *g);
 /* Per sender, the rounds held here with their large payloads (what
- * COL_HAVE publishes), and the delivery of the agreed trim g->vc_trim,
+ * COL_HAVE publishes), and the delivery of the agreed trim g->vc.trim,
  * collecting own messages past it in g->resend. */
 void group_have(struct group *g, uint64_t *have);
 void group_deliver_trim(struct group *g);

@@ -294,7 +294,7 @@ void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
 		size_t len = 0;
 		int r = 0;
 
-		if (fd < 0 || !(g->vc_tadd >> k & 1))
+		if (fd < 0 || !(g->vc.tadd >> k & 1))
 			continue;
 		if (g->cb.state_save)
 			r = g->cb.state_save(g->ctx, &state, &len);

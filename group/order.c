@@ -569,7 +569,7 @@ static void take_own(void *arg, const void *payload, uint32_t len,
 
 void group_deliver_trim(struct group *g)
 {
-	const uint64_t *trim = g->vc_trim;
+	const uint64_t *trim = g->vc.trim;
 
 	/* Messages passed by SMC and waiting behind a large one. */
 	while (g->q_head) {

@@ -2,31 +2,17 @@
  * view.c - view changes: when members fail, the survivors agree on what
  * every one of them delivers from the ending view and go on in a new one.
  *
- * The idea (virtual synchrony over the SST, after Derecho): a suspicion
- * (the SST's, gossiped through every row), a member that left, or a join
- * request wedges the member: its sends stop, normal delivery stops, and
- * it publishes, per sender, how many rounds it holds with their large
- * payloads (COL_HAVE) and which failure mask it wedged for (COL_ACK). The
- * leader, the lowest-ranked member not in the mask, waits until every
- * survivor acknowledged the same mask and publishes the ragged trim: per
- * sender, the minimum over survivors of what they hold, with the joiners
- * the next view adds - or, if a survivor already adopted a trim, that one
- * (it may have delivered it). A trim exists once: every member adopts it
- * (copies it into its own row) once, delivers exactly the positions below
- * it, and installs the next view (the trim's survivors and joiners) as
- * soon as every other member of that view shows the same trim or is gone;
- * one that adopted it and went quiet is installing, not failed. The view
- * thread then tears the view down and builds the next one: connections,
- * SST, rings and RDMC, epoch + 1; own messages past the trim are sent
- * again there, in order, before any new send. A member that died after
- * the trim was agreed is missing when the next view connects
- * (group.view_timeout_ms), and that view's first change drops it. A
- * leader that fails before anyone adopted its trim is one more suspicion:
- * the next member leads.
- *
- * Majority: a view change needs more than half of the view it replaces
- * (or, once a trim is adopted, of the view that trim decided); a member on
- * the smaller side of a partition stops instead of carrying on alone.
+ * The decisions are vcore.c's (the protocol is described in vcore.h):
+ * group_view_pass feeds it, on the progress thread, the view-change
+ * columns of every member's row and what this member holds, and carries
+ * out what it says: wedge the SMC core, publish have and ack (and the
+ * adopted trim) in one push, deliver the trim, hand the install to the
+ * view thread, or stop without a majority. The view thread then tears the
+ * view down and builds the next one: connections, SST, rings and RDMC,
+ * epoch + 1; own messages past the trim are sent again there, in order,
+ * before any new send. A member that died after the trim was agreed is
+ * missing when the next view connects (group.view_timeout_ms), and that
+ * view's first change drops it.
  */
 #include <endian.h>
 #include <errno.h>
@@ -128,180 +114,108 @@ static void stop(struct group *g)
 
 static void wedge(struct group *g)
 {
-	g->vc = VC_WEDGED;
 	g->vc_start_ms = group_now_ms();
 	atomic_store(&g->wedged, true);
 	smc_core_wedge(g->core);
 	atomic_fetch_add(&g->st_wedges, 1);
 }
 
-static void adopt(struct group *g, const uint64_t *trim, uint64_t mask,
-		  uint64_t adds)
+/* The view-change columns of every member's row, as vcore reads them;
+ * the arrays only while a change needs them. */
+static void read_rows(struct group *g, bool arrays)
 {
-	uint32_t ct = (uint32_t)g->col[COL_TRIM];
+	for (uint32_t j = 0; j < g->n; j++) {
+		struct vc_row *r = &g->vc_rows[j];
 
-	atomic_fetch_add(&g->st_commits, 1);
-	memcpy(g->vc_trim, trim, (size_t)g->n * sizeof(*trim));
-	g->vc_adopted = true;
-	g->vc_tmask = mask;
-	g->vc_tadd = adds;
-	for (uint32_t s = 0; s < g->n; s++)
-		sst_set_elem(g->t, ct, s, trim[s]);
-	sst_set(g->t, (uint32_t)g->col[COL_TADD], adds);
-	sst_set(g->t, (uint32_t)g->col[COL_TMASK], mask + 1);
-}
-
-/* Adopt the trim in member j's row, if it has one for a mask within
- * mine: a trim exists once, and whoever adopted it may have delivered
- * it. */
-static bool adopt_from(struct group *g, uint32_t j, uint64_t mask)
-{
-	uint64_t trim[GROUP_CONFIG_MAX_MEMBERS], tm = row(g, j, COL_TMASK), adds;
-
-	if (!tm || ((tm - 1) & ~mask))
-		return false;
-	for (uint32_t s = 0; s < g->n; s++)
-		trim[s] = row_elem(g, j, COL_TRIM, s);
-	adds = row(g, j, COL_TADD);
-	/* The trim and its mask land in one write; read the mask again so
-	 * the trim read is not older than it. */
-	if (row(g, j, COL_TMASK) != tm)
-		return false;
-	adopt(g, trim, tm - 1, adds);
-	return true;
-}
-
-/* The leader: once every survivor is wedged for my mask, take the trim a
- * survivor already adopted, or compute it: per sender, the least any
- * survivor holds. */
-static void lead(struct group *g, uint64_t mask, uint64_t joins,
-		 const uint64_t *have)
-{
-	uint64_t trim[GROUP_CONFIG_MAX_MEMBERS];
-
-	for (uint32_t j = 0; j < g->n; j++)
-		if (j != g->me && !(mask >> j & 1) &&
-		    row(g, j, COL_ACK) != mask + 1)
-			return;
-	for (uint32_t j = 0; j < g->n; j++)
-		if (j != g->me && !(mask >> j & 1) && adopt_from(g, j, mask))
-			return;
-	for (uint32_t s = 0; s < g->n; s++) {
-		trim[s] = have[s];
-		for (uint32_t j = 0; j < g->n; j++)
-			if (j != g->me && !(mask >> j & 1) &&
-			    row_elem(g, j, COL_HAVE, s) < trim[s])
-				trim[s] = row_elem(g, j, COL_HAVE, s);
+		r->closing = row(g, j, COL_CLOSING);
+		r->ack = row(g, j, COL_ACK);
+		r->join = row(g, j, COL_JOIN);
+		r->tmask = row(g, j, COL_TMASK);
+		r->tadd = row(g, j, COL_TADD);
+		if (!arrays)
+			continue;
+		for (uint32_t s = 0; s < g->n; s++) {
+			r->have[s] = row_elem(g, j, COL_HAVE, s);
+			r->trim[s] = row_elem(g, j, COL_TRIM, s);
+		}
 	}
-	adopt(g, trim, mask, joins);
 }
 
+/* Drive the view-change core (vcore.c) from the SST: its inputs from the
+ * rows, its actions onto the row, the core, the delivery and the view
+ * thread. Progress thread. */
 bool group_view_pass(struct group *g, bool *work)
 {
 	uint32_t ch = (uint32_t)g->col[COL_HAVE];
+	uint32_t ct = (uint32_t)g->col[COL_TRIM];
 	uint32_t ctm = (uint32_t)g->col[COL_TMASK];
-	uint64_t inview = group_cfg_bits(g, &g->vcfg);
 	uint64_t have[GROUP_CONFIG_MAX_MEMBERS];
-	uint64_t mask = 0, left = 0, joins = 0, base_mask;
-	uint32_t leader = UINT32_MAX, alive, base;
-	bool all = true, joined = false;
+	enum vc_phase was = g->vc.phase;
+	struct vc_in in = {
+		.n = g->n,
+		.me = g->me,
+		.inview = group_cfg_bits(g, &g->vcfg),
+		.closing = g->close_state != 0,
+		.installing = atomic_load(&g->installing),
+		.rows = g->vc_rows,
+		.have = have,
+	};
+	struct vc_out out;
 
 	if (atomic_load(&g->failed))
 		return true;
 	if (atomic_load(&g->quiet))
 		return false;
-	for (uint32_t j = 0; j < g->n; j++) {
-		uint64_t tm = row(g, j, COL_TMASK);
-
-		if (j == g->me) {
-			joins |= row(g, j, COL_JOIN);
-			continue;
-		}
-		/* A member that left in order is no failure; nor is one
-		 * that adopted the same trim as this member and went quiet:
-		 * it is installing the next view. */
-		if (row(g, j, COL_CLOSING) == GROUP_CLOSE_LEFT) {
-			left |= 1ull << j;
-		} else if (g->vc_adopted && tm == g->vc_tmask + 1) {
-			continue;
-		} else if (sst_suspected(g->t, j)) {
-			mask |= 1ull << j;
-		} else {
-			if (row(g, j, COL_ACK))
-				joined = true;
-			joins |= row(g, j, COL_JOIN);
-		}
+	for (uint32_t j = 0; j < g->n; j++)
+		if (j != g->me && sst_suspected(g->t, j))
+			in.suspected |= 1ull << j;
+	read_rows(g, false);
+	if (vc_needs_have(&in, &g->vc)) {
+		read_rows(g, true);
+		group_have(g, have);
 	}
-	joins &= ~inview;
-	/* A failure starts a view change, and so does a join; a leave too,
-	 * unless this member is closing (then the leaver is one more
-	 * closer); one a peer started is joined. */
-	if (g->vc == VC_NONE && !mask && !joined &&
-	    (g->close_state || (!left && !joins)))
+	if (!vc_step(&in, &g->vc, &out))
 		return false;
-	mask |= left;
-	if (g->vc == VC_INSTALL)
-		return true;
-	if (g->vc == VC_NONE)
+	if (was != VC_INSTALL)
+		*work = true;
+	if (out.acts & VC_ACT_WEDGE)
 		wedge(g);
-	*work = true;
-	/* The view thread is still sending again what the last change
-	 * left: the wedge stops it; the rest waits until it let go. */
-	if (atomic_load(&g->installing))
-		return true;
-	/* Majority of the view being replaced, or of the one the adopted
-	 * trim decided. Members that left in order are not on the other
-	 * side of a partition: they do not count against it. */
-	base_mask = (g->vc_adopted ? g->vc_tmask : 0) | left;
-	base = g->n - (uint32_t)__builtin_popcountll(base_mask);
-	alive = g->n - (uint32_t)__builtin_popcountll(mask | base_mask);
-	if (alive * 2 <= base) {
+	if (out.acts & VC_ACT_STOP) {
 		char gone[256];
 
-		list_ranks(g, mask, gone, sizeof(gone));
+		list_ranks(g, out.lost, gone, sizeof(gone));
 		group_fail(g, -ENOTCONN, "member %u: no majority: only %u of "
 			   "the %u members of view %" PRIu64 " are reachable "
 			   "(lost: %s); this member stops rather than go on "
-			   "without a majority", g->my_id, alive, base,
+			   "without a majority", g->my_id, out.alive, out.base,
 			   g->vcfg.epoch, gone);
 		stop(g);
 		return true;
 	}
-	/* What I hold, and the mask I am wedged for. */
-	group_have(g, have);
-	for (uint32_t s = 0; s < g->n; s++)
-		sst_set_elem(g->t, ch, s, have[s]);
-	sst_set(g->t, (uint32_t)g->col[COL_ACK], mask + 1);
-	for (uint32_t j = 0; j < g->n && leader == UINT32_MAX; j++)
-		if (!(mask >> j & 1))
-			leader = j;
-	if (!g->vc_adopted) {
-		if (leader == g->me)
-			lead(g, mask, joins, have);
-		else
-			adopt_from(g, leader, mask);
+	if (out.acts & VC_ACT_PUBLISH) {
+		for (uint32_t s = 0; s < g->n; s++)
+			sst_set_elem(g->t, ch, s, have[s]);
+		sst_set(g->t, (uint32_t)g->col[COL_ACK], out.ack);
 	}
-	sst_push_cols(g->t, ch, ctm - ch + 1);
-	if (!g->vc_adopted || atomic_load(&g->failed))
+	if (out.acts & VC_ACT_ADOPT) {
+		atomic_fetch_add(&g->st_commits, 1);
+		for (uint32_t s = 0; s < g->n; s++)
+			sst_set_elem(g->t, ct, s, g->vc.trim[s]);
+		sst_set(g->t, (uint32_t)g->col[COL_TADD], g->vc.tadd);
+		sst_set(g->t, ctm, g->vc.tmask + 1);
+	}
+	if (out.acts & VC_ACT_PUBLISH)
+		sst_push_cols(g->t, ch, ctm - ch + 1);
+	if (atomic_load(&g->failed))
 		return true;
-	if (!g->vc_delivered) {
+	if (out.acts & VC_ACT_DELIVER)
 		group_deliver_trim(g);
-		g->vc_delivered = true;
+	if (out.acts & VC_ACT_INSTALL) {
+		pthread_mutex_lock(&g->lock);
+		g->install_due = true;
+		pthread_cond_broadcast(&g->vcond);
+		pthread_mutex_unlock(&g->lock);
 	}
-	/* Install once every other member of the next view adopted the
-	 * trim too, or is gone (the next view's first change drops it). */
-	for (uint32_t j = 0; j < g->n; j++)
-		if (j != g->me && !(g->vc_tmask >> j & 1) &&
-		    row(g, j, COL_TMASK) != g->vc_tmask + 1 &&
-		    !(mask >> j & 1))
-			all = false;
-	if (!all)
-		return true;
-	g->vc = VC_INSTALL;
-	pthread_mutex_lock(&g->lock);
-	g->install_due = true;
-	pthread_cond_broadcast(&g->vcond);
-	pthread_mutex_unlock(&g->lock);
 	return true;
 }
 
@@ -311,19 +225,17 @@ static void install(struct group *g)
 {
 	struct group_config nv = g->vcfg;
 	struct squall_error err = { 0 };
-	uint64_t mask = g->vc_tmask, end = 0, resent = 0;
-	uint64_t keep = group_cfg_bits(g, &g->vcfg), adds = g->vc_tadd;
+	uint64_t mask = g->vc.tmask, end = vc_trim_end(g->vc.trim, g->n);
+	uint64_t keep = group_cfg_bits(g, &g->vcfg), adds = g->vc.tadd;
+	uint64_t resent = 0;
 	uint32_t ids[GROUP_CONFIG_MAX_MEMBERS], n = 0;
 	struct group_resend *rs;
 	int r;
 
-	for (uint32_t j = 0; j < g->n; j++) {
-		if (g->vc_trim[j] && (g->vc_trim[j] - 1) * g->n + j + 1 > end)
-			end = (g->vc_trim[j] - 1) * g->n + j + 1;
+	for (uint32_t j = 0; j < g->n; j++)
 		if (mask >> j & 1)
 			keep &= ~(1ull << group_config_member_index(&g->cfg,
 								 g->ids[j]));
-	}
 	/* The next view: survivors and joiners, in .cfg order. */
 	for (uint32_t i = 0; i < g->cfg.nmembers; i++)
 		if ((keep | adds) >> i & 1) {
