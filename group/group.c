@@ -75,7 +75,6 @@ static void on_suspect(struct sst *t, uint32_t rank, uint32_t by,
 {
 	struct group *g = arg;
 
-	(void)t;
 	/* Once every member has flushed, members leaving is the plan. */
 	if (atomic_load(&g->quiet))
 		return;
@@ -84,6 +83,8 @@ static void on_suspect(struct sst *t, uint32_t rank, uint32_t by,
 			   "member, which is cut off from view %" PRIu64 " and "
 			   "stops (only a side with a majority of the view may "
 			   "go on)", g->my_id, g->ids[by], g->vcfg.epoch);
+		/* The others count it gone at once. */
+		sst_leave(t);
 		if (g->cb.failure)
 			g->cb.failure(g->ctx, g->my_id, g->fail_msg);
 		return;
@@ -111,11 +112,11 @@ static int make_layout(uint32_t n, struct sst_layout **out, int *col,
 		[COL_SENT] = { "sent", SST_COL_U64, 0 },
 		[COL_BARRIER] = { "barrier", SST_COL_U64, 0, true },
 		[COL_CLOSING] = { "closing", SST_COL_U64, 0, true },
-		/* what I hold, and the mask I am wedged for */
+		/* the view change (vcore.h): what I hold, the mask I am
+		 * wedged for, the trim I adopted and the mask it is for */
 		[COL_HAVE] = { "have", SST_COL_U64_ARRAY, n },
 		[COL_ACK] = { "wedged_for", SST_COL_U64, 0, true },
-		/* the trim I adopted and the mask it is for */
-		[COL_TRIM] = { "trim", SST_COL_U64_ARRAY, n },
+		[COL_TRIM] = { "trim", SST_COL_U64_ARRAY, n, true },
 		[COL_TADD] = { "trim_adds", SST_COL_U64, 0, true },
 		[COL_TMASK] = { "trim_mask", SST_COL_U64, 0, true },
 		[COL_JOIN] = { "joins_asked", SST_COL_U64, 0 },

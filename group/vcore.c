@@ -82,9 +82,12 @@ static bool adopt_from(const struct vc_in *in, struct vc_state *st,
 	return true;
 }
 
-/* The leader: once every survivor is wedged for my mask, take the trim a
- * survivor already adopted, or compute it: per sender, the least any
- * survivor holds. */
+/* The leader. A trim a survivor already adopted is the trim: it exists
+ * once, and the leader that made it had the acks of every survivor of a
+ * mask within mine, so every survivor holds it; it needs no ack of mine
+ * (a survivor that adopted it treats the members installing it as gone
+ * and may never ack my mask). Otherwise, once every survivor is wedged
+ * for my mask: per sender, the least any survivor holds. */
 static void lead(const struct vc_in *in, struct vc_state *st, uint64_t mask,
 		 uint64_t joins, struct vc_out *out)
 {
@@ -92,11 +95,11 @@ static void lead(const struct vc_in *in, struct vc_state *st, uint64_t mask,
 
 	for (uint32_t j = 0; j < in->n; j++)
 		if (j != in->me && !has(mask, j) &&
-		    in->rows[j].ack != mask + 1)
+		    adopt_from(in, st, j, mask, out))
 			return;
 	for (uint32_t j = 0; j < in->n; j++)
 		if (j != in->me && !has(mask, j) &&
-		    adopt_from(in, st, j, mask, out))
+		    in->rows[j].ack != mask + 1)
 			return;
 	for (uint32_t s = 0; s < in->n; s++) {
 		trim[s] = in->have[s];
@@ -165,16 +168,23 @@ bool vc_step(const struct vc_in *in, struct vc_state *st, struct vc_out *out)
 	}
 	if (!st->adopted)
 		return true;
-	if (!st->delivered) {
-		st->delivered = true;
-		out->acts |= VC_ACT_DELIVER;
-	}
-	/* Install once every other member of the next view adopted the
-	 * trim too, or is gone (the next view's first change drops it). */
+	/* Deliver and install once every other member of the next view
+	 * adopted the trim too, or is gone (the next view's first change
+	 * drops it). Not sooner: until then a trim this member adopted
+	 * alone may die with it and the others agree on another, and what
+	 * it delivered would not be a prefix of what they deliver. */
 	for (uint32_t j = 0; j < in->n; j++)
 		if (j != in->me && !has(st->tmask, j) &&
 		    in->rows[j].tmask != st->tmask + 1 && !has(mask, j))
 			return true;
+	/* And not before the peers can see that this member adopted: its
+	 * leaving must look like installing to them, not like a failure. */
+	if (out->acts & VC_ACT_ADOPT || !in->landed)
+		return true;
+	if (!st->delivered) {
+		st->delivered = true;
+		out->acts |= VC_ACT_DELIVER;
+	}
 	st->phase = VC_INSTALL;
 	out->acts |= VC_ACT_INSTALL;
 	return true;

@@ -10,24 +10,29 @@
  * suspicion, a member that left, or a join request wedges the member: its
  * sends and normal delivery stop, and it publishes per sender how many
  * rounds it holds (have) with the failure mask it is wedged for (ack =
- * mask + 1). The leader, the lowest rank not in the mask, waits until
- * every survivor acknowledged its mask, then takes the trim a survivor
- * already adopted (a trim exists once: whoever adopted it may have
- * delivered it), or computes it: per sender, the least any survivor
- * holds, with the joiners the next view adds. Every other member adopts
- * the leader's trim. A member that
- * adopted delivers exactly the positions below the trim, once, and
- * installs the next view (the trim's survivors and joiners) when every
- * other member of that view shows the same trim or is suspected. A member
- * that adopted the same trim and went quiet is installing, not failed.
+ * mask + 1). The leader, the lowest rank not in the mask, takes the trim
+ * a survivor already adopted (a trim exists once: its leader had every
+ * survivor's ack, so every survivor holds it), or else waits until every
+ * survivor acknowledged its mask and computes it: per sender, the least
+ * any survivor holds, with the joiners the next view adds. Every other
+ * member adopts the leader's trim. When every other member of the next
+ * view (the trim's survivors and joiners) shows the same trim or is
+ * suspected, and what this member published (its adoption) has landed at
+ * every peer, the member delivers exactly the positions below the trim
+ * and installs that view. So a trim is delivered only once no other trim
+ * can be agreed (what a member delivers before it dies is a prefix of
+ * what the survivors deliver), and a member leaves the old view only once
+ * every peer can see that it adopted: its old connections closing then
+ * looks like installing, not like a failure (a member that adopted the
+ * same trim and went quiet is installing).
  *
  * Majority: a change needs more than half of the view it replaces (or,
  * once a trim is adopted, of the view that trim decided); members that
- * left in order count on neither side. Without it the member stops.
+ * left in order count on neither side. Without it the member stops and
+ * says so in its row (it suspects itself), so the others count it gone.
  *
- * Rows: have, ack, trim, trim_adds and trim_mask are one SST segment, so
- * a member's ack is never seen without the trim it had adopted when it
- * published that ack.
+ * Rows: each member's have, ack, trim, trim_adds and trim_mask are one
+ * SST segment (read together, from one push).
  */
 #ifndef SQUALL_GROUP_VCORE_H
 #define SQUALL_GROUP_VCORE_H
@@ -66,6 +71,9 @@ struct vc_in {
 	bool closing;            /* this member is closing */
 	bool installing;         /* the last change's own messages are still
 				    being sent again */
+	bool landed;             /* everything this member published so far
+				    has landed at every peer it does not
+				    suspect (the writes completed) */
 	const struct vc_row *rows; /* n rows; mine is read for its join */
 	const uint64_t *have;    /* n: what this member holds now */
 };

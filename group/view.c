@@ -169,6 +169,9 @@ bool group_view_pass(struct group *g, bool *work)
 	for (uint32_t j = 0; j < g->n; j++)
 		if (j != g->me && sst_suspected(g->t, j))
 			in.suspected |= 1ull << j;
+	/* Whether my adoption reached every peer: asked only once there
+	 * is one (the question may push to account for quiet writes). */
+	in.landed = g->vc.adopted && sst_landed(g->t);
 	read_rows(g, false);
 	if (vc_needs_have(&in, &g->vc)) {
 		read_rows(g, true);
@@ -189,6 +192,9 @@ bool group_view_pass(struct group *g, bool *work)
 			   "(lost: %s); this member stops rather than go on "
 			   "without a majority", g->my_id, out.alive, out.base,
 			   g->vcfg.epoch, gone);
+		/* The others count it gone at once: one that adopted a trim
+		 * must not wait for it. */
+		sst_leave(g->t);
 		stop(g);
 		return true;
 	}

@@ -274,14 +274,23 @@ static bool believed(const struct sst *t, uint32_t r)
 	return r != t->me && !t->peers[r].fp_bad && !((t->known >> r) & 1);
 }
 
+/* What member r's row says of suspicions: a member that says it is out
+ * (its own bit, sst_leave) says nothing of the others. */
+static uint64_t said(const struct sst *t, uint32_t r)
+{
+	uint64_t w = __atomic_load_n(sst_word(t, r, SST_HDR_SUSPECTED),
+				     __ATOMIC_ACQUIRE);
+
+	return w >> r & 1 ? 1ull << r : w;
+}
+
 static void learn_suspicions(struct sst *t)
 {
 	uint64_t all = 0, fresh;
 
 	for (uint32_t r = 0; r < t->n; r++)
 		if (believed(t, r))
-			all |= __atomic_load_n(sst_word(t, r, SST_HDR_SUSPECTED),
-					       __ATOMIC_ACQUIRE);
+			all |= said(t, r);
 	if (t->n < 64)
 		all &= (1ull << t->n) - 1;
 	fresh = all & ~t->known;
@@ -292,13 +301,16 @@ static void learn_suspicions(struct sst *t)
 
 		fresh &= fresh - 1;
 		for (uint32_t r = 0; r < t->n; r++)
-			if (believed(t, r) && (__atomic_load_n(sst_word(t, r,
-				SST_HDR_SUSPECTED), __ATOMIC_ACQUIRE) >> j & 1)) {
+			if (believed(t, r) && (said(t, r) >> j & 1)) {
 				by = r;
 				break;
 			}
-		snprintf(why, sizeof(why), "suspected by member %u",
-			 t->peers[by].id);
+		if (by == j)
+			snprintf(why, sizeof(why), "member %u says it is out "
+				 "(it stopped)", t->peers[j].id);
+		else
+			snprintf(why, sizeof(why), "suspected by member %u",
+				 t->peers[by].id);
 		suspect(t, j, by, why);
 	}
 }
@@ -350,6 +362,14 @@ static int wait_ms(struct sst *t, uint64_t now)
 	if (alone && ms > ALONE_WAIT_MS)
 		ms = ALONE_WAIT_MS;
 	return (int)ms;
+}
+
+void sst_leave(struct sst *t)
+{
+	uint64_t *word = sst_word(t, t->me, SST_HDR_SUSPECTED);
+
+	__atomic_fetch_or(word, 1ull << t->me, __ATOMIC_RELEASE);
+	sst_push_segs(t, 0, 1, true, true);
 }
 
 void *sst_progress_main(void *arg)

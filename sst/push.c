@@ -187,6 +187,30 @@ unsigned sst_flush_pending(struct sst *t)
 	return posted;
 }
 
+bool sst_landed(struct sst *t)
+{
+	bool all = true;
+
+	pthread_mutex_lock(&t->push_lock);
+	for (uint32_t r = 0; r < t->n; r++) {
+		struct sst_peer *p = &t->peers[r];
+
+		if (r == t->me || p->failed)
+			continue;
+		if (p->slo != p->shi || p->inflight) {
+			all = false;
+			/* Unsignaled writes complete unseen until a
+			 * signaled one after them does. */
+			if (p->slo == p->shi && p->unsignaled) {
+				merge(p, 0, 1, false);
+				flush_peer(t, r, true);
+			}
+		}
+	}
+	pthread_mutex_unlock(&t->push_lock);
+	return all;
+}
+
 bool sst_peer_stop(struct sst *t, uint32_t rank)
 {
 	bool was;

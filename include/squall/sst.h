@@ -314,6 +314,18 @@ int sst_set_bytes(struct sst *t, uint32_t col, const void *src, size_t len);
 int sst_push(struct sst *t);
 int sst_push_cols(struct sst *t, uint32_t first, uint32_t n);
 
+/* Whether everything pushed so far has landed at every peer not
+ * suspected: nothing pending and every write completed. Writes complete
+ * in batches (one in signal_every is signaled); when the last ones are
+ * not, this posts a signaled header write whose completion accounts for
+ * them, so asking again soon gets the answer. Any thread. */
+bool sst_landed(struct sst *t);
+
+/* Say in the member's row that it is out (it suspects itself) and push
+ * it: every peer suspects it at once, and takes nothing else from that
+ * row's suspicions. For a member that stops. Any thread. */
+void sst_leave(struct sst *t);
+
 /* Add columns [first, first + n) to what the next push sends, without
  * posting anything now. */
 int sst_mark_cols(struct sst *t, uint32_t first, uint32_t n);
