@@ -246,6 +246,7 @@ struct group {
 	/* Progress thread only: */
 	struct vc_state vc;             /* the view change (vcore.h) */
 	struct vc_row vc_rows[GROUP_CONFIG_MAX_MEMBERS]; /* its inputs */
+	uint64_t vc_fence[SST_MAX_MEMBERS]; /* the push of the adoption */
 	bool ragged;                    /* delivering the trim */
 	uint64_t vc_start_ms;
 	struct group_resend *resend_head, **resend_tail;

@@ -151,6 +151,7 @@ bool group_view_pass(struct group *g, bool *work)
 	uint32_t ctm = (uint32_t)g->col[COL_TMASK];
 	uint64_t have[GROUP_CONFIG_MAX_MEMBERS];
 	enum vc_phase was = g->vc.phase;
+	bool fresh = false;
 	struct vc_in in = {
 		.n = g->n,
 		.me = g->me,
@@ -169,9 +170,10 @@ bool group_view_pass(struct group *g, bool *work)
 	for (uint32_t j = 0; j < g->n; j++)
 		if (j != g->me && sst_suspected(g->t, j))
 			in.suspected |= 1ull << j;
-	/* Whether my adoption reached every peer: asked only once there
-	 * is one (the question may push to account for quiet writes). */
-	in.landed = g->vc.adopted && sst_landed(g->t);
+	/* Whether the push of my adoption landed at every peer (asked only
+	 * once there is one: the question may push to account for quiet
+	 * writes). */
+	in.landed = g->vc.adopted && sst_fenced(g->t, g->vc_fence);
 	read_rows(g, false);
 	if (vc_needs_have(&in, &g->vc)) {
 		read_rows(g, true);
@@ -199,9 +201,17 @@ bool group_view_pass(struct group *g, bool *work)
 		return true;
 	}
 	if (out.acts & VC_ACT_PUBLISH) {
+		/* Pushed only when it says something new: a push every pass
+		 * would keep writes in flight for ever. */
 		for (uint32_t s = 0; s < g->n; s++)
-			sst_set_elem(g->t, ch, s, have[s]);
-		sst_set(g->t, (uint32_t)g->col[COL_ACK], out.ack);
+			if (sst_get_elem(g->t, g->me, ch, s) != have[s]) {
+				sst_set_elem(g->t, ch, s, have[s]);
+				fresh = true;
+			}
+		if (sst_get(g->t, g->me, (uint32_t)g->col[COL_ACK]) != out.ack) {
+			sst_set(g->t, (uint32_t)g->col[COL_ACK], out.ack);
+			fresh = true;
+		}
 	}
 	if (out.acts & VC_ACT_ADOPT) {
 		atomic_fetch_add(&g->st_commits, 1);
@@ -209,9 +219,13 @@ bool group_view_pass(struct group *g, bool *work)
 			sst_set_elem(g->t, ct, s, g->vc.trim[s]);
 		sst_set(g->t, (uint32_t)g->col[COL_TADD], g->vc.tadd);
 		sst_set(g->t, ctm, g->vc.tmask + 1);
+		fresh = true;
 	}
-	if (out.acts & VC_ACT_PUBLISH)
+	if (fresh)
 		sst_push_cols(g->t, ch, ctm - ch + 1);
+	/* What landing the install waits for. */
+	if (out.acts & VC_ACT_ADOPT)
+		sst_fence(g->t, g->vc_fence);
 	if (atomic_load(&g->failed))
 		return true;
 	if (out.acts & VC_ACT_DELIVER)

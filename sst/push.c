@@ -171,6 +171,7 @@ void sst_write_done(struct sst *t, uint32_t rank, uint32_t covered)
 	pthread_mutex_lock(&t->push_lock);
 	assert(covered <= p->inflight);
 	p->inflight -= covered;
+	p->done += covered;
 	flush_peer(t, rank, false);
 	pthread_mutex_unlock(&t->push_lock);
 }
@@ -187,7 +188,18 @@ unsigned sst_flush_pending(struct sst *t)
 	return posted;
 }
 
-bool sst_landed(struct sst *t)
+void sst_fence(struct sst *t, uint64_t fence[SST_MAX_MEMBERS])
+{
+	pthread_mutex_lock(&t->push_lock);
+	for (uint32_t r = 0; r < t->n; r++) {
+		const struct sst_peer *p = &t->peers[r];
+
+		fence[r] = p->posted + (p->slo != p->shi);
+	}
+	pthread_mutex_unlock(&t->push_lock);
+}
+
+bool sst_fenced(struct sst *t, const uint64_t fence[SST_MAX_MEMBERS])
 {
 	bool all = true;
 
@@ -195,16 +207,14 @@ bool sst_landed(struct sst *t)
 	for (uint32_t r = 0; r < t->n; r++) {
 		struct sst_peer *p = &t->peers[r];
 
-		if (r == t->me || p->failed)
+		if (r == t->me || p->failed || p->done >= fence[r])
 			continue;
-		if (p->slo != p->shi || p->inflight) {
-			all = false;
-			/* Unsignaled writes complete unseen until a
-			 * signaled one after them does. */
-			if (p->slo == p->shi && p->unsignaled) {
-				merge(p, 0, 1, false);
-				flush_peer(t, r, true);
-			}
+		all = false;
+		/* Unsignaled writes complete unseen until a signaled one
+		 * after them does. */
+		if (p->posted >= fence[r] && p->unsignaled) {
+			merge(p, 0, 1, false);
+			flush_peer(t, r, true);
 		}
 	}
 	pthread_mutex_unlock(&t->push_lock);

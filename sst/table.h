@@ -68,6 +68,8 @@ struct sst_peer {
 	uint32_t unsignaled;    /* writes since the last signaled one */
 	uint64_t posted;        /* writes ever posted: the next one goes
 				   from slot posted % max_inflight */
+	uint64_t done;          /* writes known complete (posted - inflight,
+				   as completions account for them) */
 
 	/* Progress thread only (fp_bad is read by sst_wait_peers too). */
 	uint64_t hb_seen;       /* last heartbeat value taken from its row */

@@ -314,12 +314,16 @@ int sst_set_bytes(struct sst *t, uint32_t col, const void *src, size_t len);
 int sst_push(struct sst *t);
 int sst_push_cols(struct sst *t, uint32_t first, uint32_t n);
 
-/* Whether everything pushed so far has landed at every peer not
- * suspected: nothing pending and every write completed. Writes complete
- * in batches (one in signal_every is signaled); when the last ones are
- * not, this posts a signaled header write whose completion accounts for
- * them, so asking again soon gets the answer. Any thread. */
-bool sst_landed(struct sst *t);
+/* Landing marks: sst_fence fills fence[rank] with how many writes to
+ * each peer carry everything pushed so far (those posted, plus one for a
+ * range still pending); sst_fenced tells whether that many have completed
+ * at every peer not suspected, i.e. whether what was pushed before the
+ * fence has landed everywhere, however much was pushed since. Writes
+ * complete in batches (one in signal_every is signaled): when the last
+ * ones are not, sst_fenced posts a signaled header write whose completion
+ * accounts for them, so asking again soon gets the answer. Any thread. */
+void sst_fence(struct sst *t, uint64_t fence[SST_MAX_MEMBERS]);
+bool sst_fenced(struct sst *t, const uint64_t fence[SST_MAX_MEMBERS]);
 
 /* Say in the member's row that it is out (it suspects itself) and push
  * it: every peer suspects it at once, and takes nothing else from that

@@ -9,6 +9,8 @@ N=${N:?N must be set}
 CFG=${CFG:-$SRC/conf/local-$N.cfg}
 VM_MEMBER=${VM_MEMBER:-${BUILD:?BUILD must name the build folder}/tests/vm/view_member}
 [ -x "$VM_MEMBER" ] || { echo "FAIL: $VM_MEMBER is not built" >&2; exit 1; }
+VS_CHECK=${VS_CHECK:-$BUILD/tests/vsync/vs_check}
+[ -x "$VS_CHECK" ] || { echo "FAIL: $VS_CHECK is not built" >&2; exit 1; }
 SETS=${SETS:-}
 RATE=${RATE:-100}
 OUT=$(mktemp -d /tmp/squall-view-test.XXXXXX)
@@ -31,7 +33,8 @@ now_ms() { local t=${EPOCHREALTIME/./}; echo "${t%???}"; }
 
 # start_members NAME ARGS...: member i (0..N-1) runs view_member --config
 # CFG --id i, the SETS, --rate RATE, --stop-file OUT/NAME.stop, ARGS and
-# the words of ${EXTRA[i]}, output in OUT/NAME.i.out and .err; returns
+# the words of ${EXTRA[i]}, output in OUT/NAME.i.out and .err, its history
+# (tests/vsync/log.h) in OUT/NAME.i.vlog; returns
 # once every member printed READY (fails after 180 s). Members stream
 # until stop_streaming NAME (or their --secs, 600 unless ARGS say
 # otherwise).
@@ -43,7 +46,8 @@ start_members() {
     for i in $(seq 0 $((N - 1))); do
         # shellcheck disable=SC2086
         "$VM_MEMBER" --config "$CFG" --id "$i" "${set_args[@]}" \
-            --rate "$RATE" --secs 600 --stop-file "$OUT/$name.stop" "$@" ${EXTRA[$i]:-} \
+            --rate "$RATE" --secs 600 --stop-file "$OUT/$name.stop" \
+            --log "$OUT/$name.$i.vlog" "$@" ${EXTRA[$i]:-} \
             >"$OUT/$name.$i.out" 2>"$OUT/$name.$i.err" &
         PID[$i]=$!
     done
@@ -187,23 +191,33 @@ measure_survivors() {
     done
 }
 
+# judge NAME DEAD: the members' histories of run NAME (OUT/NAME.*.vlog),
+# judged by vs_check (tests/vsync/check.h: the same sequence per view at
+# every survivor, a dead or stopped member's deliveries a prefix of
+# theirs, every message of a live sender delivered exactly once at every
+# member that stayed, the same prefix of a dead sender everywhere, views
+# and positions agreed, every member ended); DEAD (ids) were killed.
+judge() {
+    local name=$1 dead=$2 j args=() verdict
+    for j in $dead; do args+=(--crashed "$j"); done
+    verdict=$("$VS_CHECK" "${args[@]}" "$OUT/$name".*.vlog 2>&1) ||
+        fail "$name: vs_check found violations in the members' histories:
+$verdict"
+    echo "ok: $name: $(echo "$verdict" | tail -n1)"
+}
+
 # check_survivors NAME SURVIVORS DEAD MEMBERS SINCE_MS [BOUND_MS]: the
 # survivors (ids, space-separated; they have exited) agree and lost
 # nothing:
-#  - each printed its RESULT with bad=0 dup=0 gap=0;
-#  - per epoch, every survivor delivered the same messages in the same
-#    order (same count and hash; an epoch a survivor never saw counts as
-#    0 deliveries);
-#  - every survivor delivered every message every survivor sent (FROM
-#    count = the sender's sent=), and the same number from each member
-#    in DEAD;
+#  - each printed its RESULT with bad=0 dup=0 gap=0 (every byte checked,
+#    each sender's counters in order);
+#  - their histories pass vs_check (judge above);
 #  - every survivor's last view has the members MEMBERS (e.g. 0,1,3).
 # With DEAD not empty, prints the view-change time (SINCE_MS until the
 # last survivor installed a view with epoch >= 1), which must be under
 # BOUND_MS when given.
 check_survivors() {
-    local name=$1 surv=$2 dead=$3 members=$4 since=$5 bound=${6:-} i j e
-    local first=${surv%% *} epochs ref got n0 last k
+    local name=$1 surv=$2 dead=$3 members=$4 since=$5 bound=${6:-} i last k
     for i in $surv; do
         local f=$OUT/$name.$i.out
         grep -q "^RESULT member=$i " "$f" || fail "$name: member $i printed no result"
@@ -215,41 +229,8 @@ check_survivors() {
         [ "$last" = "$members" ] ||
             fail "$name: member $i's last view has members $last, not $members"
     done
-    epochs=$(for i in $surv; do
-        sed -n 's/^EPOCH .* epoch=\([0-9]*\) .*/\1/p' "$OUT/$name.$i.out"
-    done | sort -nu)
-    for e in $epochs; do
-        ref=
-        for i in $surv; do
-            got=$(grep "^EPOCH member=$i epoch=$e " "$OUT/$name.$i.out" |
-                sed 's/.* count=\([0-9]*\) hash=\([0-9a-f]*\).*/\1 \2/')
-            case "$got" in ""|"0 "*) got=0 ;; esac
-            if [ -z "$ref" ]; then ref=$got; n0=$i; continue; fi
-            [ "$got" = "$ref" ] ||
-                fail "$name: epoch $e: member $i delivered (count hash) '$got', member $n0 '$ref'"
-        done
-        echo "ok: $name: epoch $e: survivors $surv delivered the same ${ref%% *} messages in one order (hash ${ref#* })"
-    done
-    for i in $surv; do
-        for j in $surv; do
-            local sent from
-            sent=$(val "$OUT/$name.$j.out" RESULT sent)
-            from=$(val "$OUT/$name.$i.out" "FROM member=$i sender=$j " count)
-            { [ -n "$sent" ] && [ "$from" = "$sent" ]; } ||
-                fail "$name: member $i delivered $from of the $sent messages live member $j sent"
-        done
-        for j in $dead; do
-            from=$(val "$OUT/$name.$i.out" "FROM member=$i sender=$j " count)
-            ref=$(val "$OUT/$name.$first.out" "FROM member=$first sender=$j " count)
-            [ "$from" = "$ref" ] ||
-                fail "$name: dead member $j: member $i delivered $from of its messages, member $first $ref"
-        done
-    done
-    echo "ok: $name: no message of a live sender lost or repeated, every byte checked;" \
-        "sent: $(for j in $surv; do echo -n "$j:$(val "$OUT/$name.$j.out" RESULT sent) "; done)"
-    for j in $dead; do
-        echo "ok: $name: dead member $j: every survivor delivered the same $(val "$OUT/$name.$first.out" "FROM member=$first sender=$j " count) of its messages"
-    done
+    judge "$name" "$dead"
+    echo "ok: $name: sent: $(for j in $surv; do echo -n "$j:$(val "$OUT/$name.$j.out" RESULT sent) "; done)"
     [ -n "$dead" ] || return 0
     measure_survivors "$name" "$surv" "$dead" "$since"
     [ -n "$VIEW_MS" ] || fail "$name: a survivor installed no view with epoch >= 1"

@@ -28,6 +28,10 @@
  *   RESULT member=I sent=S delivered=D bad=B dup=X gap=Y epochs=N
  *          view_change_ms=L
  *
+ * With --log FILE it also writes the run's history for the checker
+ * (tests/vsync/log.h: a record per view, per successful send, per
+ * delivery and at the end), which the scripts judge with vs_check.
+ *
  * wall_ms is CLOCK_REALTIME in milliseconds, the clock `date +%s%3N`
  * reads in the scripts. Exit status: 0 when nothing was damaged,
  * duplicated or missing and group_close() returned 0; 3 when the group
@@ -49,6 +53,7 @@
 #include <squall/group.h>
 
 #include "payload.h"
+#include "tests/vsync/log.h"
 
 #define MAX_SIZES 16
 #define MAX_SETS 8
@@ -91,6 +96,12 @@ struct member {
 
 	/* sending side */
 	uint64_t sent;
+
+	/* the history (--log): records of the progress thread (views,
+	 * deliveries) and the sending thread, tagged with one epoch */
+	struct vs_log *log;
+	pthread_mutex_t log_lock;
+	uint64_t log_epoch, log_pos;
 
 	atomic_bool stopped;      /* STOPPED printed */
 	atomic_bool watch_done;   /* the watcher should return */
@@ -218,6 +229,13 @@ static bool deliver(void *ctx, uint32_t sender, uint64_t seq,
 	e->count++;
 	e->hash = mix(e->hash ^ ((uint64_t)sender << 48 ^ h.counter));
 	e->hash = mix(e->hash ^ seq);
+	if (m->log) {
+		/* The payload's own checksum stands for its bytes. */
+		pthread_mutex_lock(&m->log_lock);
+		vs_log_deliver(m->log, m->log_epoch, m->log_pos++, sender,
+			       h.counter, h.len, h.sum);
+		pthread_mutex_unlock(&m->log_lock);
+	}
 	return false;
 }
 
@@ -234,6 +252,13 @@ static void on_view(void *ctx, const struct group_view *v)
 		for (uint32_t i = 0; i < v->nmembers && i < MAX_IDS; i++)
 			m->ids[m->nids++] = v->members[i];
 	m->cur = epoch_slot(m, v->epoch);
+	if (m->log) {
+		pthread_mutex_lock(&m->log_lock);
+		m->log_epoch = v->epoch;
+		vs_log_view(m->log, v->epoch, v->members, v->nmembers,
+			    m->log_pos);
+		pthread_mutex_unlock(&m->log_lock);
+	}
 	say(m, "VIEW member=%u epoch=%" PRIu64 " members=%s wall_ms=%" PRIu64
 	    "\n", m->id, v->epoch, list, wall_ms());
 }
@@ -328,6 +353,11 @@ static int send_one(struct member *m, uint64_t counter)
 			 counter, true);
 	memcpy(d.ptr, &h, sizeof(h));
 	r = group_ordered_send(m->g, &d, &err);
+	if (!r && m->log) {
+		pthread_mutex_lock(&m->log_lock);
+		vs_log_send(m->log, m->log_epoch, counter);
+		pthread_mutex_unlock(&m->log_lock);
+	}
 	if (r) {
 		/* Not sent: the buffer is ours to give back (an error here
 		 * only says the group kept it). */
@@ -375,7 +405,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: view_member --config CFG --id N [--set k=v]... "
 		"[--secs S] [--stop-file F] [--sizes B,..] [--rate N] "
-		"[--die-after-ms M] [--die-on-commit K]\n");
+		"[--die-after-ms M] [--die-on-commit K] [--log FILE]\n");
 }
 
 int main(int argc, char **argv)
@@ -390,6 +420,7 @@ int main(int argc, char **argv)
 		{ "rate", required_argument, 0, 'r' },
 		{ "die-after-ms", required_argument, 0, 'd' },
 		{ "die-on-commit", required_argument, 0, 'k' },
+		{ "log", required_argument, 0, 'l' },
 		{ 0, 0, 0, 0 },
 	};
 	static const size_t def_sizes[] = { 64, 1000, 4000, 200000, 8000 };
@@ -398,6 +429,7 @@ int main(int argc, char **argv)
 	struct group_callbacks cb = { .deliver = deliver, .view = on_view,
 				      .failure = on_failure };
 	const char *cfg_path = NULL, *id = NULL, *sets[MAX_SETS];
+	const char *log_path = NULL;
 	size_t nsets = 0;
 	struct squall_error err;
 	struct group_stats st;
@@ -408,6 +440,7 @@ int main(int argc, char **argv)
 	if (!m || !cfg)
 		return 1;
 	pthread_mutex_init(&m->out, NULL);
+	pthread_mutex_init(&m->log_lock, NULL);
 	m->rate = 200;
 	m->secs = 10;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -420,6 +453,7 @@ int main(int argc, char **argv)
 		case 'r': m->rate = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'd': m->die_after_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'k': m->die_on_commit = strtoull(optarg, NULL, 0); break;
+		case 'l': log_path = optarg; break;
 		case 'z':
 			for (char *t = strtok(optarg, ","); t && m->nsizes < MAX_SIZES;
 			     t = strtok(NULL, ","))
@@ -448,6 +482,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	m->id = (uint32_t)my_id;
+	if (log_path) {
+		m->log = vs_log_open(log_path, m->id, &err);
+		if (!m->log) {
+			fprintf(stderr, "view_member %u: %s\n", m->id, err.msg);
+			return 1;
+		}
+	}
 	m->g = group_create_cfg(cfg, m->id, &cb, m, &err);
 	if (!m->g) {
 		fprintf(stderr, "view_member %u: %s\n", m->id, err.msg);
@@ -470,6 +511,12 @@ int main(int argc, char **argv)
 	if (r) {
 		fprintf(stderr, "view_member %u: close: %s\n", m->id, err.msg);
 		rc = rc ? rc : r;
+	}
+	/* After group_close: no upcall runs any more. */
+	if (m->log) {
+		vs_log_end(m->log, r || atomic_load(&m->stopped) ?
+			   VS_END_STOPPED : VS_END_CLOSED);
+		vs_log_close(m->log);
 	}
 
 	for (unsigned i = 0; i < m->nep; i++)

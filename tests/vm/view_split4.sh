@@ -35,4 +35,5 @@ for i in 2 3; do stopped split "$i"; done
 finish_members split "2 3" 120 3
 grep -E "^VIEW .* epoch=[1-9]" "$OUT"/split.*.out && fail "split: a member installed a view without a majority"
 echo "ok: split: no member installed a view with epoch >= 1"
+judge split ""
 echo "PASS"
