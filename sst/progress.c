@@ -152,6 +152,22 @@ static int take_completions(struct sst *t)
 	return work;
 }
 
+/* Take whatever landed whole in every peer's row, suspected ones too:
+ * what a member wrote before it was suspected still counts (the view
+ * change reads it). Every pass looks, not only after a push's
+ * completion: the bytes are in memory before the completion is, and a
+ * look costs a load per segment when nothing moved. Returns whether a
+ * segment beyond the header was taken. */
+static bool take_rows(struct sst *t)
+{
+	bool work = false;
+
+	for (uint32_t r = 0; r < t->n; r++)
+		if (r != t->me && sst_take_row(t, r))
+			work = true;
+	return work;
+}
+
 static void heartbeat(struct sst *t, uint64_t now)
 {
 	uint64_t *hb = sst_word(t, t->me, SST_HDR_HEARTBEAT);
@@ -175,13 +191,14 @@ static bool check_peer(struct sst *t, uint32_t r)
 	bool post_failed;
 	uint64_t fp;
 
-	pthread_mutex_lock(&t->push_lock);
-	post_failed = p->post_failed;
-	if (post_failed)
+	/* Set under push_lock with the message; looked at without it on
+	 * every pass (a lock per peer per pass is not free). */
+	post_failed = __atomic_load_n(&p->post_failed, __ATOMIC_ACQUIRE);
+	if (post_failed) {
+		pthread_mutex_lock(&t->push_lock);
 		snprintf(why, sizeof(why), "push to member %u failed: %s",
 			 p->id, p->post_error);
-	pthread_mutex_unlock(&t->push_lock);
-	if (post_failed) {
+		pthread_mutex_unlock(&t->push_lock);
 		suspect(t, r, t->me, why);
 		return false;
 	}
@@ -321,11 +338,8 @@ static bool pass(struct sst *t)
 	bool work;
 
 	work = take_completions(t) > 0;
-	/* Every peer, suspected ones too: what a member wrote before it
-	 * was suspected still counts (the view change reads it). */
-	for (uint32_t r = 0; r < t->n; r++)
-		if (r != t->me && sst_take_row(t, r))
-			work = true;
+	if (take_rows(t))
+		work = true;
 	for (uint32_t r = 0; r < t->n; r++)
 		if (r != t->me && !((t->known >> r) & 1))
 			check_peer(t, r);

@@ -117,9 +117,9 @@ static bool flush_peer(struct sst *t, uint32_t rank, bool force_signal)
 	}
 	if (rc) {
 		p->failed = true;
-		p->post_failed = true;
 		snprintf(p->post_error, sizeof(p->post_error), "%s",
 			 err.code ? err.msg : strerror(-rc));
+		__atomic_store_n(&p->post_failed, true, __ATOMIC_RELEASE);
 		p->slo = p->shi = 0;
 		return false;
 	}
@@ -179,7 +179,16 @@ void sst_write_done(struct sst *t, uint32_t rank, uint32_t covered)
 unsigned sst_flush_pending(struct sst *t)
 {
 	unsigned posted = 0;
+	bool any = false;
 
+	/* Most passes have nothing pending: look before taking the lock
+	 * (a range missed here is one a completion or the next pass
+	 * sends). */
+	for (uint32_t r = 0; r < t->n && !any; r++)
+		any = __atomic_load_n(&t->peers[r].slo, __ATOMIC_RELAXED) !=
+		      __atomic_load_n(&t->peers[r].shi, __ATOMIC_RELAXED);
+	if (!any)
+		return 0;
 	pthread_mutex_lock(&t->push_lock);
 	for (uint32_t r = 0; r < t->n; r++)
 		if (r != t->me && t->peers[r].slo != t->peers[r].shi)
