@@ -44,16 +44,21 @@ void group_nap(void)
 
 void group_fail(struct group *g, int code, const char *fmt, ...)
 {
-	int expected = 0;
+	char msg[sizeof(g->fail_msg)];
 	va_list ap;
 
-	if (!atomic_compare_exchange_strong(&g->failed, &expected, code))
-		return;
 	va_start(ap, fmt);
-	vsnprintf(g->fail_msg, sizeof(g->fail_msg), fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	/* Senders waiting for room learn of it. */
+	/* The first failure stands. Its message is in place before the
+	 * flag that publishes it: a thread that sees g->failed reads the
+	 * message whole (it never changes after). */
 	pthread_mutex_lock(&g->lock);
+	if (!atomic_load(&g->failed)) {
+		memcpy(g->fail_msg, msg, sizeof(msg));
+		atomic_store_explicit(&g->failed, code, memory_order_release);
+	}
+	/* Senders waiting for room learn of it. */
 	pthread_cond_broadcast(&g->room);
 	pthread_mutex_unlock(&g->lock);
 }
@@ -367,6 +372,7 @@ static int alloc_tables(struct group *g)
 /* What lives across views, freed last. */
 static void group_free(struct group *g)
 {
+	group_early_p2p_free(g);
 	while (g->kept) {
 		struct group_kept *k = g->kept;
 
