@@ -140,6 +140,14 @@ struct group_resend {
 	struct buf_desc d;      /* the payload (submitted) */
 };
 
+/* A point-to-point message kept until the view is live (link.c). */
+struct group_early_p2p {
+	struct group_early_p2p *next;
+	uint32_t sender;                /* .cfg id */
+	uint32_t len;
+	uint8_t payload[];
+};
+
 enum group_col {
 	COL_SMC_RECV,  /* [n] rounds held of each sender (SMC) */
 	COL_SMC_REL,   /* [n] records released of each sender's ring (SMC) */
@@ -244,6 +252,10 @@ struct group {
 	int join_conn[GROUP_CONFIG_MAX_MEMBERS];
 	uint64_t join_bits;             /* published in COL_JOIN */
 	/* Progress thread only: */
+	/* Point-to-point messages that arrived before the view was live
+	 * (a peer that is ready first may ask at once): handed to the
+	 * upcall by group_pass once it is. */
+	struct group_early_p2p *early_p2p, **early_p2p_tail;
 	struct vc_state vc;             /* the view change (vcore.h) */
 	struct vc_row vc_rows[GROUP_CONFIG_MAX_MEMBERS]; /* its inputs */
 	uint64_t vc_fence[SST_MAX_MEMBERS]; /* the push of the adoption */
@@ -273,6 +285,11 @@ static inline bool group_lockless(const struct group *g)
 /* link.c: SMC's transport operations and the SST dispatch hooks. */
 extern const struct smc_core_ops group_smc_ops;
 void group_dispatch_init(struct group *g);
+/* Hand the point-to-point messages kept while the view was not live to
+ * the upcall (progress thread); returns whether there were any. Free
+ * them without an upcall: group_early_p2p_free. */
+bool group_early_p2p_deliver(struct group *g);
+void group_early_p2p_free(struct group *g);
 int group_smc_setup(struct group *g, struct squall_error *err);
 int group_rings_exchange(struct group *g, struct squall_error *err);
 

@@ -14,6 +14,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <squall/wire.h>
@@ -190,11 +191,62 @@ static bool on_message(void *arg, uint32_t rank, const void *buf, uint32_t len)
 		return true;
 	}
 	atomic_fetch_add(&g->st_p2p_received, 1);
-	if (g->cb.p2p_receive)
-		g->cb.p2p_receive(g->ctx, g->ids[rank],
-				  &(struct buf_desc){ (void *)m.payload,
-						      m.payload_len });
+	if (!g->cb.p2p_receive)
+		return true;
+	/* Not during set-up: the application does not have its group
+	 * yet. Kept (the receive buffer is posted again on return) until
+	 * the view is live. */
+	if (!atomic_load_explicit(&g->ready, memory_order_acquire)) {
+		struct group_early_p2p *e = malloc(sizeof(*e) + m.payload_len);
+
+		if (!e) {
+			group_fail(g, -ENOMEM, "out of memory keeping a "
+				   "point-to-point message from member %u",
+				   g->ids[rank]);
+			return true;
+		}
+		e->next = NULL;
+		e->sender = g->ids[rank];
+		e->len = m.payload_len;
+		memcpy(e->payload, m.payload, m.payload_len);
+		if (!g->early_p2p_tail)
+			g->early_p2p_tail = &g->early_p2p;
+		*g->early_p2p_tail = e;
+		g->early_p2p_tail = &e->next;
+		return true;
+	}
+	group_early_p2p_deliver(g);
+	g->cb.p2p_receive(g->ctx, g->ids[rank],
+			  &(struct buf_desc){ (void *)m.payload,
+					      m.payload_len });
 	return true;
+}
+
+bool group_early_p2p_deliver(struct group *g)
+{
+	struct group_early_p2p *e;
+	bool any = g->early_p2p != NULL;
+
+	while ((e = g->early_p2p)) {
+		g->early_p2p = e->next;
+		if (!g->early_p2p)
+			g->early_p2p_tail = &g->early_p2p;
+		g->cb.p2p_receive(g->ctx, e->sender,
+				  &(struct buf_desc){ e->payload, e->len });
+		free(e);
+	}
+	return any;
+}
+
+void group_early_p2p_free(struct group *g)
+{
+	struct group_early_p2p *e;
+
+	while ((e = g->early_p2p)) {
+		g->early_p2p = e->next;
+		free(e);
+	}
+	g->early_p2p_tail = &g->early_p2p;
 }
 
 void group_dispatch_init(struct group *g)

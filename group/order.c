@@ -438,6 +438,8 @@ bool group_pass(void *arg)
 	 * included) may go out; arrivals wait in the core meanwhile. */
 	if (!atomic_load_explicit(&g->ready, memory_order_acquire))
 		return false;
+	if (group_early_p2p_deliver(g))
+		work = true;
 	if (group_view_pass(g, &work))
 		return work;
 	if (start_sends(g))

@@ -25,7 +25,12 @@
  * Upcalls run on the member's progress thread, one at a time, in delivery
  * order. They may lease, send (ordered sends from an upcall never wait:
  * they fail with -EAGAIN when the window is full) and release, but must not
- * call group_barrier() or group_close().
+ * call group_barrier() or group_close(). Only the view upcall runs inside
+ * group_create() (and group_join()); deliveries and point-to-point
+ * messages start as it returns (a message a faster peer sent earlier is
+ * kept until then), so an upcall may run before the caller has stored the
+ * returned pointer: one that needs it must wait for the caller to publish
+ * it.
  *
  * Errors are negative errno values; group_strerror() names them, and the
  * calls that can say more fill a struct squall_error (one line naming the

@@ -219,7 +219,13 @@ static void on_failure(void *ctx, uint32_t member, const char *why)
 static void p2p_receive(void *ctx, uint32_t sender, const struct buf_desc *d)
 {
 	struct member *m = ctx;
-	struct alloc *a = group_get_allocator(m->g);
+	struct alloc *a;
+
+	/* A request can come as group_create returns, before main stored
+	 * the group (group.h). */
+	while (!__atomic_load_n(&m->g, __ATOMIC_ACQUIRE))
+		nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+	a = group_get_allocator(m->g);
 	struct squall_error err;
 	char msg[64];
 	struct buf_desc r;
@@ -401,7 +407,8 @@ int main(int argc, char **argv)
 	m->sent_ns = calloc(m->count + 1, 8);
 	m->lat_ns = calloc(m->count + 1, 8);
 	m->hash = 0x9e3779b97f4a7c15ull;
-	m->g = group_create_cfg(cfg, m->id, &cb, m, &err);
+	__atomic_store_n(&m->g, group_create_cfg(cfg, m->id, &cb, m, &err),
+			 __ATOMIC_RELEASE);
 	if (!m->g) {
 		fprintf(stderr, "group_member %u: %s\n", m->id, err.msg);
 		return 1;
