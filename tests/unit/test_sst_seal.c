@@ -158,7 +158,7 @@ static void test_placement_unvalidated(void **state)
  * of two stores shows (its halves differ). */
 #define SEND_WORDS 8
 #define SEND_SLOTS 4
-#define SEND_PUSHES 20000
+#define SEND_PUSHES 10000
 #define SEND_BYTES (SEND_WORDS * 8 + SST_TRAILER_SIZE)
 
 static uint64_t send_word(uint64_t v, size_t i)
