@@ -105,6 +105,8 @@ struct rdmc_group {
 	struct rdmc_callbacks cb;
 };
 
+#define ABORTED_MAX 64
+
 struct rdmc_engine {
 	struct rdma_sq_node *node;
 	struct alloc *a;
@@ -124,9 +126,33 @@ struct rdmc_engine {
 	 * peer created it first): replayed by rdmc_group_create. */
 	struct early { uint32_t peer; struct rdmc_ctl c; } early[EARLY_MAX];
 	unsigned nearly;
+	/* Messages this member saw aborted while it was pending on them:
+	 * a READY for one that comes after the ABORT opens no slot (none
+	 * would ever close it). A ring of the last ABORTED_MAX. */
+	struct aborted { const struct rdmc_group *g; uint64_t msg_id; }
+		aborted[ABORTED_MAX];
+	unsigned naborted;
 	struct rdmc_stats st;
 	struct squall_error last;
 };
+
+static void remember_abort(struct rdmc_engine *e, const struct rdmc_group *g,
+			   uint64_t msg_id)
+{
+	e->aborted[e->naborted++ % ABORTED_MAX] =
+		(struct aborted){ g, msg_id };
+}
+
+static bool was_aborted(const struct rdmc_engine *e,
+			const struct rdmc_group *g, uint64_t msg_id)
+{
+	unsigned n = e->naborted < ABORTED_MAX ? e->naborted : ABORTED_MAX;
+
+	for (unsigned i = 0; i < n; i++)
+		if (e->aborted[i].g == g && e->aborted[i].msg_id == msg_id)
+			return true;
+	return false;
+}
 
 static uint64_t wr_id(uint64_t kind, uint64_t data)
 {
@@ -461,6 +487,11 @@ static void on_ready(struct rdmc_engine *e, struct rdmc_group *g, unsigned from,
 	struct xfer *x = find(e, g, c->msg_id);
 	struct mstate *m;
 
+	if (!x && was_aborted(e, g, c->msg_id)) {
+		/* The message died before this READY arrived. */
+		e->st.strays++;
+		return;
+	}
 	if (!x)
 		x = open_slot(e, g, c->msg_id);
 	if (!x) {
@@ -519,6 +550,9 @@ static void on_done(struct rdmc_engine *e, struct rdmc_group *g, unsigned from,
 		if (x->role == ROLE_SEND)
 			return;
 		if (x->role == ROLE_PENDING) {
+			/* Other receivers' READYs may still be on their
+			 * way: they must not open a slot nothing closes. */
+			remember_abort(e, g, c->msg_id);
 			close_slot(x);
 			return;
 		}

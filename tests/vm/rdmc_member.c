@@ -66,6 +66,7 @@ struct member {
 	int enomem_result, enomem_seen;
 	char enomem_why[256];
 	bool bye_stable, bye_sent;
+	bool in_bye;            /* the last message is under way */
 	unsigned timeout_ms;
 };
 
@@ -238,15 +239,31 @@ static void on_sent(void *arg, struct rdmc_group *g, uint64_t id,
 
 /* ---- the run ---------------------------------------------------------------- */
 
+/* How long the last message may take once members may be leaving. */
+#define BYE_TIMEOUT_MS 120000
+
 static void progress(struct member *mb, double start, const char *what)
 {
 	int n = rdmc_engine_poll(mb->e, 50);
 
 	if (n < 0)
 		die(mb, "poll", strerror(-n));
-	for (unsigned q = 0; q < mb->cfg.nmembers && !mb->bye_stable; q++)
+	/* Until the last message, a peer gone is a failure. During it, a
+	 * member that has it and forwarded its blocks leaves while others
+	 * still wait for blocks from elsewhere in the pipeline: not a
+	 * failure (a member that truly fails then shows as the last
+	 * message never arriving, within BYE_TIMEOUT_MS). */
+	for (unsigned q = 0; q < mb->cfg.nmembers && !mb->in_bye; q++)
 		if (q != mb->me && !rdma_sq_peer_alive(mb->node, mb->cfg.members[q].id))
 			die(mb, "lost a peer", rdma_sq_peer_error(mb->node, mb->cfg.members[q].id));
+	if (mb->in_bye && now_ms() - start > BYE_TIMEOUT_MS) {
+		char why[200];
+
+		snprintf(why, sizeof(why), "the last message did not arrive "
+			 "within %u ms (%s); last engine error: %s",
+			 BYE_TIMEOUT_MS, what, rdmc_engine_last_error(mb->e));
+		die(mb, "run", why);
+	}
 	if (now_ms() - start > mb->timeout_ms) {
 		char why[160];
 
@@ -389,6 +406,7 @@ static void bye_phase(struct member *mb)
 	struct buf_desc d;
 	size_t sz = 4096;
 
+	mb->in_bye = true;
 	if (mb->me == 0) {
 		if (alloc_lease(mb->a, 1, &sz, &d))
 			die(mb, "lease", "no room for the last message");
