@@ -86,18 +86,16 @@ static void test_take_rules(void **state)
 	assert_int_equal(sst_seal_take(g, key, old, valid, scratch),
 			 SST_TAKE_STALE);
 	/* Sealed for another rank, segment or seed: never valid here. */
-	sst_seal(g, sst_seal_key(7, sst_layout_fingerprint(l), 0, 2), 3, src,
-		 land);
-	assert_int_equal(sst_seal_take(g, key, land, valid, scratch),
-			 SST_TAKE_TORN);
-	sst_seal(g, sst_seal_key(7, sst_layout_fingerprint(l), 1, 3), 3, src,
-		 land);
-	assert_int_equal(sst_seal_take(g, key, land, valid, scratch),
-			 SST_TAKE_TORN);
-	sst_seal(g, sst_seal_key(8, sst_layout_fingerprint(l), 1, 2), 3, src,
-		 land);
-	assert_int_equal(sst_seal_take(g, key, land, valid, scratch),
-			 SST_TAKE_TORN);
+	const uint64_t other[] = {
+		sst_seal_key(7, sst_layout_fingerprint(l), 0, 2),
+		sst_seal_key(7, sst_layout_fingerprint(l), 1, 3),
+		sst_seal_key(8, sst_layout_fingerprint(l), 1, 2),
+	};
+	for (size_t i = 0; i < sizeof(other) / sizeof(other[0]); i++) {
+		sst_seal(g, other[i], 3, src, land);
+		assert_int_equal(sst_seal_take(g, key, land, valid, scratch),
+				 SST_TAKE_TORN);
+	}
 	assert_int_equal(sst_seal_taken_seq(g, valid), 2);
 	free(src);
 	free(land);
