@@ -313,14 +313,36 @@ int group_epoch_build(struct group *g, struct squall_error *err)
 		r = start_sst(g, err);
 	if (!r)
 		r = group_rings_exchange(g, err);
-	if (!r)
+	if (!r) {
 		group_join_republish(g);
+		/* Every member's barrier count is in every view's rows from
+		 * its start: a joiner starts from them. */
+		group_publish_agreements(g);
+	}
 	return r;
 }
 
 /* Tear down the current view's parts: the progress thread first (the SST
  * owns it), then the node (no write of this view lands any more), then
  * what the transports kept. */
+/* The view is ending: my own small messages the application kept are
+ * the SMC core's to give back, and the core goes with the view. They
+ * become the kept records' own (released by group_release). */
+static void kept_own_take(struct group *g)
+{
+	pthread_mutex_lock(&g->lock);
+	for (struct group_kept *k = g->kept; k; k = k->next) {
+		if (k->kind != KEPT_SMC || k->rings != g->cur_rings ||
+		    k->m.sender != g->me)
+			continue;
+		smc_core_take_payload(g->core, &k->m);
+		k->kind = KEPT_OWN_SMC;
+		k->rings->kept--;
+		k->rings = NULL;
+	}
+	pthread_mutex_unlock(&g->lock);
+}
+
 void group_epoch_teardown(struct group *g)
 {
 	atomic_store(&g->ready, false);
@@ -343,6 +365,8 @@ void group_epoch_teardown(struct group *g)
 				 ss.sends_copied + rs.payload_copies);
 		atomic_fetch_add(&g->st_old_waits, ss.send_waits);
 	}
+	if (g->core)
+		kept_own_take(g);
 	rdmc_group_destroy(g->rg);
 	g->rg = NULL;
 	rdmc_engine_destroy(g->e);
@@ -408,6 +432,7 @@ static void group_free(struct group *g)
 	pthread_rwlock_destroy(&g->epoch_lock);
 	pthread_cond_destroy(&g->vcond);
 	pthread_mutex_destroy(&g->lock);
+	pthread_mutex_destroy(&g->agree_lock);
 	pthread_cond_destroy(&g->room);
 	free(g);
 }
@@ -437,6 +462,7 @@ static struct group *group_alloc(const struct group_callbacks *cb,
 	g->cb = *cb;
 	g->ctx = ctx;
 	pthread_mutex_init(&g->lock, NULL);
+	pthread_mutex_init(&g->agree_lock, NULL);
 	pthread_cond_init(&g->room, NULL);
 	pthread_cond_init(&g->vcond, NULL);
 	/* A view swap must not wait behind a stream of new senders. */
@@ -881,6 +907,10 @@ int group_ordered_send_timeout(struct group *g, const struct buf_desc *d,
 	int r;
 
 	squall_error_clear(err);
+	/* An upcall's send never waits: the room it would wait for (the
+	 * window, RDMC slots, leases) is freed by the thread running it. */
+	if (group_progress_self == g)
+		timeout_ms = 0;
 	if ((r = usable(g, err)))
 		return r;
 	if (!d || !d->ptr || !d->len || !alloc_owns(g->a, d->ptr, d->len))
@@ -916,7 +946,9 @@ int group_send_copy(struct group *g, const void *ptr, size_t len,
 	if (!ptr || !len)
 		return squall_error_set(err, -EINVAL, "member %u: nothing to "
 					"send", g->my_id);
-	r = alloc_lease_wait(g->a, 1, &len, &d, UINT32_MAX);
+	/* From an upcall, no wait (as group_ordered_send_timeout). */
+	r = alloc_lease_wait(g->a, 1, &len, &d,
+			     group_progress_self == g ? 0 : UINT32_MAX);
 	if (r)
 		return squall_error_set(err, r, "member %u: no room in the "
 					"region for a copy of %zu bytes",
@@ -1041,10 +1073,13 @@ int group_release(struct group *g, const struct buf_desc *d)
 			alloc_release(g->a, &k->rings->d);
 			free(k->rings);
 		}
-	} else if (k->kind == KEPT_RDMC_RECV)
+	} else if (k->kind == KEPT_RDMC_RECV) {
 		alloc_release(g->a, &k->d);
-	else
+	} else {
+		/* Sent from a lease of mine (large, or small of an ended
+		 * view): sent everywhere, so done. */
 		alloc_complete(g->a, &k->d);
+	}
 	free(k);
 	return 0;
 }
@@ -1055,8 +1090,8 @@ int group_release(struct group *g, const struct buf_desc *d)
  * turn, tick(g) (may be NULL) publishes what the view needs. Both run in
  * the current view (a view change between turns is fine: the next view's
  * SST gets the same columns again). */
-static int wait_until(struct group *g, bool (*ok)(struct group *),
-		      void (*tick)(struct group *), int timeout_ms,
+static int wait_until(struct group *g, bool (*ok)(struct group *, uint64_t),
+		      uint64_t arg, void (*tick)(struct group *), int timeout_ms,
 		      bool tolerate_failure, const char *what,
 		      struct squall_error *err)
 {
@@ -1069,7 +1104,7 @@ static int wait_until(struct group *g, bool (*ok)(struct group *),
 		pthread_rwlock_rdlock(&g->epoch_lock);
 		if (tick)
 			tick(g);
-		done = ok(g);
+		done = ok(g, arg);
 		pthread_rwlock_unlock(&g->epoch_lock);
 		if (done)
 			return 0;
@@ -1089,54 +1124,66 @@ static uint64_t col_of(struct group *g, uint32_t rank, enum group_col c)
 }
 
 /* Publish the barrier count and the close state in the current view's
- * SST when they changed (or the view did). */
-static void publish_agreements(struct group *g)
+ * SST when they changed (or the view did). Any thread: application
+ * threads waiting in group_barrier or group_close, and the view thread
+ * when it builds a view. */
+void group_publish_agreements(struct group *g)
 {
 	uint32_t cs = (uint32_t)g->col[COL_SENT];
 	uint32_t cc = (uint32_t)g->col[COL_CLOSING];
 	uint64_t sent = atomic_load(&g->sent_epoch);
+	uint64_t barriers = atomic_load(&g->barriers);
+	uint64_t close_state = atomic_load(&g->close_state);
 
-	if (g->pub_epoch == g->vcfg.epoch + 1 && g->pub_barriers == g->barriers &&
-	    g->pub_close == g->close_state && g->pub_sent == sent)
+	pthread_mutex_lock(&g->agree_lock);
+	if (g->pub_epoch == g->vcfg.epoch + 1 && g->pub_barriers == barriers &&
+	    g->pub_close == close_state && g->pub_sent == sent) {
+		pthread_mutex_unlock(&g->agree_lock);
 		return;
+	}
 	g->pub_epoch = g->vcfg.epoch + 1;
-	g->pub_barriers = g->barriers;
-	g->pub_close = g->close_state;
+	g->pub_barriers = barriers;
+	g->pub_close = close_state;
 	g->pub_sent = sent;
-	sst_set(g->t, (uint32_t)g->col[COL_BARRIER], g->barriers);
-	if (g->close_state) {
+	sst_set(g->t, (uint32_t)g->col[COL_BARRIER], barriers);
+	if (close_state) {
 		sst_set(g->t, cs, sent);
-		sst_set(g->t, cc, g->close_state);
+		sst_set(g->t, cc, close_state);
 	}
 	sst_push_cols(g->t, cs, cc - cs + 1);
+	pthread_mutex_unlock(&g->agree_lock);
 }
 
-static bool barrier_reached(struct group *g)
+/* Every member of the view entered barrier number `target`. */
+static bool barrier_reached(struct group *g, uint64_t target)
 {
 	for (uint32_t j = 0; j < g->n; j++)
-		if (col_of(g, j, COL_BARRIER) < g->barriers)
+		if (col_of(g, j, COL_BARRIER) < target)
 			return false;
 	return true;
 }
 
 int group_barrier(struct group *g, int timeout_ms, struct squall_error *err)
 {
+	uint64_t target;
 	int r;
 
 	squall_error_clear(err);
 	if ((r = failed(g, err)))
 		return r;
-	g->barriers++;
-	return wait_until(g, barrier_reached, publish_agreements, timeout_ms,
-			  false, "the barrier", err);
+	/* Each call is one barrier, whichever thread makes it. */
+	target = atomic_fetch_add(&g->barriers, 1) + 1;
+	return wait_until(g, barrier_reached, target, group_publish_agreements,
+			  timeout_ms, false, "the barrier", err);
 }
 
 /* Every member closed, and every member delivered every message each
  * member sent before closing. */
-static bool flushed(struct group *g)
+static bool flushed(struct group *g, uint64_t unused)
 {
 	uint32_t cd = (uint32_t)g->col[COL_DONE];
 
+	(void)unused;
 	/* Even in a view change: when this holds, no trim is needed. */
 	for (uint32_t k = 0; k < g->n; k++) {
 		uint64_t sent;
@@ -1153,8 +1200,9 @@ static bool flushed(struct group *g)
 	return true;
 }
 
-static bool all_flushed(struct group *g)
+static bool all_flushed(struct group *g, uint64_t unused)
 {
+	(void)unused;
 	for (uint32_t j = 0; j < g->n; j++)
 		if (col_of(g, j, COL_CLOSING) < 2 && !sst_suspected(g->t, j))
 			return false;
@@ -1194,9 +1242,9 @@ not_yet:
 	return false;
 }
 
-static bool flushed_or_alone(struct group *g)
+static bool flushed_or_alone(struct group *g, uint64_t unused)
 {
-	if (flushed(g)) {
+	if (flushed(g, unused)) {
 		g->leaving = false;
 		return true;
 	}
@@ -1206,8 +1254,9 @@ static bool flushed_or_alone(struct group *g)
 
 /* The others took the leave in: each is wedged for a view change without
  * this member, or gone, or closing itself. */
-static bool leave_seen(struct group *g)
+static bool leave_seen(struct group *g, uint64_t unused)
 {
+	(void)unused;
 	for (uint32_t j = 0; j < g->n; j++) {
 		uint64_t ack = col_of(g, j, COL_ACK);
 
@@ -1228,23 +1277,23 @@ int group_close(struct group *g, int timeout_ms, struct squall_error *err)
 	if (!g)
 		return 0;
 	atomic_store(&g->closing, true);
-	g->close_state = 1;
-	r = wait_until(g, flushed_or_alone, publish_agreements, timeout_ms,
+	atomic_store(&g->close_state, 1);
+	r = wait_until(g, flushed_or_alone, 0, group_publish_agreements, timeout_ms,
 		       false, "flushing the group", err);
 	if (!r && g->leaving) {
 		/* A clean leave: what this member sent is everywhere; the
 		 * others install a view without it (view.c). */
 		atomic_store(&g->quiet, true);
-		g->close_state = GROUP_CLOSE_LEFT;
-		wait_until(g, leave_seen, publish_agreements,
+		atomic_store(&g->close_state, GROUP_CLOSE_LEFT);
+		wait_until(g, leave_seen, 0, group_publish_agreements,
 			   (int)(2 * g->cfg.sst_suspect_timeout_ms), true,
 			   "leaving", NULL);
 	} else if (!r) {
 		/* Everything is delivered everywhere: from now on members
 		 * leave, and a peer disconnecting is no failure. */
 		atomic_store(&g->quiet, true);
-		g->close_state = 2;
-		wait_until(g, all_flushed, publish_agreements,
+		atomic_store(&g->close_state, 2);
+		wait_until(g, all_flushed, 0, group_publish_agreements,
 			   timeout_ms < 0 ? 10000 : timeout_ms, true, "leaving",
 			   NULL);
 	}

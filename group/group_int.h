@@ -96,8 +96,12 @@ struct group_item {
 	struct smc_msg m;       /* a small one (its slot kept by the group) */
 };
 
-/* A delivery the application kept. */
-enum group_kept_kind { KEPT_SMC = 1, KEPT_RDMC_RECV, KEPT_RDMC_SENT };
+/* A delivery the application kept: a small message in the view's rings
+ * (another member's) or the SMC core's hands (one of mine), a large
+ * one received into a lease of mine or sent from one, or one of my
+ * small messages whose view ended (its lease is the kept record's). */
+enum group_kept_kind { KEPT_SMC = 1, KEPT_RDMC_RECV, KEPT_RDMC_SENT,
+		       KEPT_OWN_SMC };
 struct group_kept {
 	struct group_kept *next;
 	enum group_kept_kind kind;
@@ -219,13 +223,15 @@ struct group {
 		st_delivered_bytes, st_copies, st_p2p_sent, st_p2p_received,
 		st_waits;
 
-	uint64_t barriers;              /* group_barrier calls */
-	uint64_t close_state;           /* 1: closing, flushing; 2: flushed;
-					   GROUP_CLOSE_LEFT: leaving alone */
-	bool leaving;
+	atomic_uint_fast64_t barriers;  /* group_barrier calls */
+	atomic_uint_fast64_t close_state; /* 1: closing, flushing; 2: flushed;
+					     GROUP_CLOSE_LEFT: leaving alone */
+	bool leaving;                   /* group_close's thread */
 	uint64_t leave_since;           /* own messages flushed, others not
-					   closing, since (ms) */
-	uint64_t pub_epoch, pub_barriers, pub_close, pub_sent; /* published */
+					   closing, since (ms); close's */
+	/* What group_publish_agreements published last, under agree_lock. */
+	pthread_mutex_t agree_lock;
+	uint64_t pub_epoch, pub_barriers, pub_close, pub_sent;
 	atomic_int failed;              /* first failure: -ENOTCONN */
 	char fail_msg[SQUALL_ERRMSG_MAX];
 	atomic_bool ready;              /* every peer's ring is known: SMC may
@@ -338,13 +344,17 @@ struct group *group_start_path(const char *cfg_path, uint32_t my_id,
 int group_join_listen(struct group *g, struct squall_error *err);
 void group_join_poll(struct group *g);
 void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
-		       uint32_t n);
+		       uint32_t n, uint64_t seq_base, uint64_t barriers);
 void group_join_close(struct group *g);
 void group_join_republish(struct group *g);
 uint64_t group_cfg_bits(const struct group *g, const struct group_config *v);
 
 /* group.c: the monotonic clock in ms, and the short sleep of waits that
  * poll the SST. */
+/* group.c: publish the barrier count and close state in the view's SST
+ * (any thread, under epoch_lock or on the view thread). */
+void group_publish_agreements(struct group *g);
+
 uint64_t group_now_ms(void);
 void group_nap(void);
 void group_fail(struct group *g, int code, const char *fmt, ...)

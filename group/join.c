@@ -275,12 +275,15 @@ void group_join_poll(struct group *g)
 /* The view change that adds joiners is decided: tell each joiner whose
  * request this member holds the view and give it the state. */
 void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
-		       uint32_t n)
+		       uint32_t n, uint64_t seq_base, uint64_t barriers)
 {
-	uint8_t view[8 + 4 + 4 * GROUP_CONFIG_MAX_MEMBERS];
-	uint64_t e = htole64(epoch);
+	uint8_t view[8 + 4 + 4 * GROUP_CONFIG_MAX_MEMBERS + 16];
+	uint64_t e = htole64(epoch), sb = htole64(seq_base);
+	uint64_t bc = htole64(barriers);
 	uint32_t nl = htole32(n);
 
+	/* VIEW_COMMIT: epoch, n, n ids, the view's first position, the
+	 * barrier count to start from (little-endian). */
 	memcpy(view, &e, 8);
 	memcpy(view + 8, &nl, 4);
 	for (uint32_t i = 0; i < n; i++) {
@@ -288,6 +291,8 @@ void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
 
 		memcpy(view + 12 + 4 * i, &id, 4);
 	}
+	memcpy(view + 12 + 4 * n, &sb, 8);
+	memcpy(view + 20 + 4 * n, &bc, 8);
 	for (uint32_t k = 0; k < g->cfg.nmembers; k++) {
 		int fd = g->join_conn[k];
 		void *state = NULL;
@@ -304,7 +309,7 @@ void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
 			       r ? strerror(-r) : "too large");
 		} else {
 			r = send_msg(fd, WIRE_MSG_VIEW_COMMIT, 0, g->my_id, view,
-				     12 + 4 * n);
+				     28 + 4 * n);
 			if (!r)
 				send_msg(fd, WIRE_MSG_STATE_XFER, 0, g->my_id,
 					 state, (uint32_t)len);
@@ -412,10 +417,22 @@ static int ask(struct group *g, const struct group_member_cfg *m,
 	memcpy(&n, msg.payload + 8, 4);
 	n = le32toh(n);
 	if (n == 0 || n > GROUP_CONFIG_MAX_MEMBERS ||
-	    msg.payload_len < 12 + 4 * n) {
+	    msg.payload_len < 28 + 4 * n) {
+		squall_error_set(err, -EPROTO, "member %u answered member %u's "
+				 "join with a view of %u bytes, which does not "
+				 "hold its members, first position and barrier "
+				 "count", m->id, g->my_id, msg.payload_len);
 		close(fd);
 		free(buf);
 		return 1;
+	}
+	memcpy(&g->seq_base, msg.payload + 12 + 4 * n, 8);
+	g->seq_base = le64toh(g->seq_base);
+	{
+		uint64_t bc;
+
+		memcpy(&bc, msg.payload + 20 + 4 * n, 8);
+		atomic_store(&g->barriers, le64toh(bc));
 	}
 	v->nmembers = 0;
 	for (uint32_t i = 0; i < n; i++) {

@@ -156,7 +156,7 @@ bool group_view_pass(struct group *g, bool *work)
 		.n = g->n,
 		.me = g->me,
 		.inview = group_cfg_bits(g, &g->vcfg),
-		.closing = g->close_state != 0,
+		.closing = atomic_load(&g->close_state) != 0,
 		.installing = atomic_load(&g->installing),
 		.rows = g->vc_rows,
 		.have = have,
@@ -266,9 +266,20 @@ static void install(struct group *g)
 	nv.epoch++;
 	nv.connect_timeout_ms = g->cfg.view_timeout_ms;
 	/* Joiners learn the view (and get the state) before anyone
-	 * reconnects: they connect in it with the others. */
-	if (adds)
-		group_join_answer(g, nv.epoch, ids, n);
+	 * reconnects: they connect in it with the others. They number
+	 * positions from where the trim ends, and count barriers from the
+	 * fewest any survivor entered (so their next barrier is the one
+	 * the slowest survivor enters next). */
+	if (adds) {
+		uint64_t barriers = atomic_load(&g->barriers);
+
+		for (uint32_t j = 0; j < g->n; j++)
+			if (!(mask >> j & 1) &&
+			    row(g, j, COL_BARRIER) < barriers)
+				barriers = row(g, j, COL_BARRIER);
+		group_join_answer(g, nv.epoch, ids, n, g->seq_base + end,
+				  barriers);
+	}
 	pthread_rwlock_wrlock(&g->epoch_lock);
 	atomic_store(&g->installing, true);
 	group_epoch_teardown(g);

@@ -23,9 +23,14 @@
  *    is delivered on every member before it returns.
  *
  * Upcalls run on the member's progress thread, one at a time, in delivery
- * order. They may lease, send (ordered sends from an upcall never wait:
- * they fail with -EAGAIN when the window is full) and release, but must not
- * call group_barrier() or group_close(). Only the view upcall runs inside
+ * order. They may lease, send and release, but must not call
+ * group_barrier() or group_close(). Nothing an upcall calls waits (what
+ * it would wait for is freed by the thread running it): an ordered send
+ * fails with -EAGAIN when the window is full, all large-message slots are
+ * in use or a view change is under way, and group_send_copy() with
+ * -ENOMEM when the region has no room; the buffer is still the caller's.
+ * A delivery the upcall keeps stays intact until group_release(), across
+ * view changes. Only the view upcall runs inside
  * group_create() (and group_join()); deliveries and point-to-point
  * messages start as it returns (a message a faster peer sent earlier is
  * kept until then), so an upcall may run before the caller has stored the

@@ -14,7 +14,17 @@
  * delivery, and each sender's counters must arrive exactly in order: a
  * counter below the next expected one is a duplicate, one above it a gap.
  * Deliveries are hashed per epoch over (sender, counter, seq), so members
- * that agree on each view's deliveries print the same hashes. Lines:
+ * that agree on each view's deliveries print the same hashes.
+ *
+ * Upcalls as applications use them: with --keep K the deliver upcall
+ * keeps every K-th delivery (returns true) and the watcher releases it
+ * only after a later view is installed (or at the end), checking first
+ * that its bytes did not change while kept: memory the group gave back
+ * under the application shows up as a damaged kept delivery. With
+ * --echo K the member sends nothing from its main thread; its deliver
+ * upcall answers each message of the first view's first member with K
+ * ordered sends of its own (an upcall send never waits: one that finds
+ * the window full, or the view changing, is refused and counted). Lines:
  *
  *   READY member=I
  *   VIEW member=I epoch=E members=a,b,c wall_ms=T
@@ -25,6 +35,8 @@
  *   EPOCH member=I epoch=E count=C hash=H  (at the end, per epoch)
  *   FROM member=I sender=J count=C         (per member of the first view)
  *   STATS member=I epoch=E wedges=W commits=C resent=R
+ *   KEPT member=I kept=K released=R damaged=D   (with --keep)
+ *   ECHO member=I sent=S refused=R              (with --echo)
  *   RESULT member=I sent=S delivered=D bad=B dup=X gap=Y epochs=N
  *          view_change_ms=L
  *
@@ -73,6 +85,14 @@ struct epoch_rec {
 	uint64_t epoch, count, hash;
 };
 
+/* A delivery the upcall kept (--keep), with what its header said. */
+struct kept {
+	struct kept *next;
+	struct buf_desc d;
+	struct hdr h;
+	uint64_t epoch;           /* the view it was delivered in */
+};
+
 struct member {
 	struct group *g;
 	uint32_t id;
@@ -96,6 +116,19 @@ struct member {
 
 	/* sending side */
 	uint64_t sent;
+
+	/* --keep: kept deliveries, released by the watcher */
+	unsigned keep_every;
+	pthread_mutex_t keep_lock;
+	struct kept *kept_head, **kept_tail;
+	uint64_t nkept, nreleased;
+	atomic_uint_fast64_t kept_damaged;
+	atomic_uint_fast64_t view_epoch;  /* the latest view's epoch */
+	atomic_uint_fast64_t view_ns;     /* ... and when it came */
+
+	/* --echo: sends from the deliver upcall */
+	unsigned echo;
+	uint64_t echo_refused;
 
 	/* the history (--log): records of the progress thread (views,
 	 * deliveries) and the sending thread, tagged with one epoch */
@@ -179,6 +212,98 @@ static unsigned epoch_slot(struct member *m, uint64_t e)
 	return m->nep++;
 }
 
+
+static int send_one(struct member *m, uint64_t counter, bool upcall);
+
+/* --keep: hold on to a delivery (true: the group must not reuse it). */
+static bool keep(struct member *m, const struct buf_desc *d,
+		 const struct hdr *h)
+{
+	struct kept *k = malloc(sizeof(*k));
+
+	if (!k)
+		return false;
+	*k = (struct kept){ .d = *d, .h = *h,
+			    .epoch = atomic_load(&m->view_epoch) };
+	pthread_mutex_lock(&m->keep_lock);
+	*m->kept_tail = k;
+	m->kept_tail = &k->next;
+	m->nkept++;
+	pthread_mutex_unlock(&m->keep_lock);
+	return true;
+}
+
+/* Check that a kept delivery still holds what was delivered, then give
+ * it back. */
+static void unkeep(struct member *m, struct kept *k)
+{
+	struct hdr now;
+	int r;
+
+	memcpy(&now, k->d.ptr, sizeof(now));
+	if (memcmp(&now, &k->h, sizeof(now)) ||
+	    k->h.sum != fill_sum((uint8_t *)k->d.ptr + sizeof(now),
+				 k->d.len - sizeof(now), k->h.sender,
+				 k->h.counter, false)) {
+		fprintf(stderr, "view_member %u: the delivery of member %u's "
+			"message %" PRIu64 " (%zu bytes, kept in epoch %" PRIu64
+			") changed while this member kept it: the group reused "
+			"its memory\n", m->id, k->h.sender, k->h.counter,
+			k->d.len, k->epoch);
+		atomic_fetch_add(&m->kept_damaged, 1);
+	}
+	r = group_release(m->g, &k->d);
+	if (r) {
+		fprintf(stderr, "view_member %u: group_release of a kept "
+			"delivery: %s\n", m->id, group_strerror(r));
+		atomic_fetch_add(&m->kept_damaged, 1);
+	}
+	m->nreleased++;
+	free(k);
+}
+
+/* Release the kept deliveries of views before the current one, once
+ * that view is 300 ms old; all of them with all. The watcher's. */
+static void release_kept(struct member *m, bool all)
+{
+	uint64_t epoch = atomic_load(&m->view_epoch);
+	bool settled = now_ns() >= atomic_load(&m->view_ns) + 300000000ull;
+
+	for (;;) {
+		struct kept *k;
+
+		pthread_mutex_lock(&m->keep_lock);
+		k = m->kept_head;
+		if (k && (all || (settled && k->epoch < epoch))) {
+			m->kept_head = k->next;
+			if (!m->kept_head)
+				m->kept_tail = &m->kept_head;
+		} else {
+			k = NULL;
+		}
+		pthread_mutex_unlock(&m->keep_lock);
+		if (!k)
+			return;
+		unkeep(m, k);
+	}
+}
+
+/* --echo: answer a delivery with m->echo sends, from the upcall. */
+static void echo_sends(struct member *m)
+{
+	for (unsigned i = 0; i < m->echo; i++) {
+		int r = send_one(m, m->sent, true);
+
+		if (r == -EAGAIN || r == -ENOMEM) {
+			m->echo_refused++;
+			return;
+		}
+		if (r)
+			return;
+		m->sent++;
+	}
+}
+
 static bool deliver(void *ctx, uint32_t sender, uint64_t seq,
 		    const struct buf_desc *d)
 {
@@ -236,6 +361,10 @@ static bool deliver(void *ctx, uint32_t sender, uint64_t seq,
 			       h.counter, h.len, h.sum);
 		pthread_mutex_unlock(&m->log_lock);
 	}
+	if (m->echo && m->nids && sender == m->ids[0])
+		echo_sends(m);
+	if (m->keep_every && m->delivered % m->keep_every == 0)
+		return keep(m, d, &h);
 	return false;
 }
 
@@ -252,6 +381,8 @@ static void on_view(void *ctx, const struct group_view *v)
 		for (uint32_t i = 0; i < v->nmembers && i < MAX_IDS; i++)
 			m->ids[m->nids++] = v->members[i];
 	m->cur = epoch_slot(m, v->epoch);
+	atomic_store(&m->view_ns, now_ns());
+	atomic_store(&m->view_epoch, v->epoch);
 	if (m->log) {
 		pthread_mutex_lock(&m->log_lock);
 		m->log_epoch = v->epoch;
@@ -313,6 +444,8 @@ static void *watcher(void *arg)
 		r = group_status(m->g, &err);
 		if (r)
 			say_stopped(m, r, err.msg);
+		if (m->keep_every)
+			release_kept(m, false);
 		nanosleep(&nap, NULL);
 	}
 	return NULL;
@@ -325,8 +458,9 @@ static bool keep_sending(struct member *m, uint64_t end_ns)
 	return !m->stop_file || access(m->stop_file, F_OK) != 0;
 }
 
-/* Lease, fill and send one message; 0, or the send's error. */
-static int send_one(struct member *m, uint64_t counter)
+/* Lease, fill and send one message; 0, or the send's error. From an
+ * upcall (upcall), nothing waits: no room is -EAGAIN or -ENOMEM. */
+static int send_one(struct member *m, uint64_t counter, bool upcall)
 {
 	struct alloc *a = group_get_allocator(m->g);
 	size_t len = m->sizes[counter % m->nsizes];
@@ -339,7 +473,10 @@ static int send_one(struct member *m, uint64_t counter)
 		len = sizeof(h);
 	/* The region fills while the group is wedged; wait in short steps
 	 * so that a stopped group is noticed. */
-	while ((r = alloc_lease_wait(a, 1, &len, &d, 1000)) == -ENOMEM) {
+	while ((r = upcall ? alloc_lease(a, 1, &len, &d)
+			   : alloc_lease_wait(a, 1, &len, &d, 1000)) == -ENOMEM) {
+		if (upcall)
+			return r;
 		if (atomic_load(&m->stopped))
 			return -ENOTCONN;
 	}
@@ -364,6 +501,8 @@ static int send_one(struct member *m, uint64_t counter)
 		alloc_release(a, &d);
 		if (r == -ENOTCONN)
 			say_stopped(m, r, err.msg);
+		else if (upcall && r == -EAGAIN)
+			;  /* the window is full or the view changing */
 		else
 			fprintf(stderr, "view_member %u: send %" PRIu64 ": %s\n",
 				m->id, counter, err.msg);
@@ -390,7 +529,14 @@ static int stream(struct member *m)
 		} else if (t > due + 100000000ull) {
 			due = t;
 		}
-		r = send_one(m, m->sent);
+		if (m->echo) {
+			/* The upcall sends; this thread only waits. */
+			struct timespec ts = { 0, 20000000 };
+
+			nanosleep(&ts, NULL);
+			continue;
+		}
+		r = send_one(m, m->sent, false);
 		if (r == -ENOTCONN)
 			return 0;
 		if (r)
@@ -405,7 +551,8 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: view_member --config CFG --id N [--set k=v]... "
 		"[--secs S] [--stop-file F] [--sizes B,..] [--rate N] "
-		"[--die-after-ms M] [--die-on-commit K] [--log FILE]\n");
+		"[--die-after-ms M] [--die-on-commit K] [--log FILE] "
+		"[--keep K] [--echo K]\n");
 }
 
 int main(int argc, char **argv)
@@ -421,6 +568,8 @@ int main(int argc, char **argv)
 		{ "die-after-ms", required_argument, 0, 'd' },
 		{ "die-on-commit", required_argument, 0, 'k' },
 		{ "log", required_argument, 0, 'l' },
+		{ "keep", required_argument, 0, 'K' },
+		{ "echo", required_argument, 0, 'E' },
 		{ 0, 0, 0, 0 },
 	};
 	static const size_t def_sizes[] = { 64, 1000, 4000, 200000, 8000 };
@@ -441,6 +590,8 @@ int main(int argc, char **argv)
 		return 1;
 	pthread_mutex_init(&m->out, NULL);
 	pthread_mutex_init(&m->log_lock, NULL);
+	pthread_mutex_init(&m->keep_lock, NULL);
+	m->kept_tail = &m->kept_head;
 	m->rate = 200;
 	m->secs = 10;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -454,6 +605,8 @@ int main(int argc, char **argv)
 		case 'd': m->die_after_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'k': m->die_on_commit = strtoull(optarg, NULL, 0); break;
 		case 'l': log_path = optarg; break;
+		case 'K': m->keep_every = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'E': m->echo = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'z':
 			for (char *t = strtok(optarg, ","); t && m->nsizes < MAX_SIZES;
 			     t = strtok(NULL, ","))
@@ -502,6 +655,8 @@ int main(int argc, char **argv)
 	/* The watcher reads the group, which close frees. */
 	atomic_store(&m->watch_done, true);
 	pthread_join(w, NULL);
+	/* What is still kept goes back before the group does. */
+	release_kept(m, true);
 	r = group_status(m->g, &err);
 	if (r)
 		say_stopped(m, r, err.msg);
@@ -529,6 +684,13 @@ int main(int argc, char **argv)
 	printf("STATS member=%u epoch=%" PRIu64 " wedges=%" PRIu64
 	       " commits=%" PRIu64 " resent=%" PRIu64 "\n", m->id, st.epoch,
 	       st.wedges, st.commits, st.resent);
+	if (m->keep_every)
+		printf("KEPT member=%u kept=%" PRIu64 " released=%" PRIu64
+		       " damaged=%" PRIu64 "\n", m->id, m->nkept, m->nreleased,
+		       (uint64_t)atomic_load(&m->kept_damaged));
+	if (m->echo)
+		printf("ECHO member=%u sent=%" PRIu64 " refused=%" PRIu64 "\n",
+		       m->id, m->sent, m->echo_refused);
 	printf("RESULT member=%u sent=%" PRIu64 " delivered=%" PRIu64
 	       " bad=%" PRIu64 " dup=%" PRIu64 " gap=%" PRIu64 " epochs=%u"
 	       " view_change_ms=%" PRIu64 "\n", m->id, m->sent, m->delivered,
@@ -536,5 +698,6 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (atomic_load(&m->stopped))
 		return 3;
-	return rc || m->bad || m->dup || m->gap ? 1 : 0;
+	return rc || m->bad || m->dup || m->gap ||
+	       atomic_load(&m->kept_damaged) ? 1 : 0;
 }
