@@ -15,19 +15,23 @@
  * At the end each member closes the group (which delivers every command any
  * member sent before closing) and prints one line:
  *   KVSTORE member=ID sent=S applied=A keys=K state_hash=H order_hash=O
+ *           last_seq=Q
  * state_hash depends only on the table's contents, order_hash on the exact
  * sequence of commands applied; both agree on every member that was in
- * the group from the start.
+ * the group from the start. last_seq is the position in the group's order
+ * of the last command applied: the same on every member, joiners too.
  *
  * --join starts a member that joins the running group (group_join): it
  * receives the table from a member (the state-transfer upcalls below)
  * before it applies any command, and ends with the same state_hash.
- * --rate paces --random (commands per second). Each view is printed as
+ * --rate paces --random (commands per second). --start-barrier meets the
+ * other members at a barrier before the first command (members that do
+ * so start together). Each view is printed as
  *   VIEW member=ID epoch=E members=A,B,C
  *
  * usage: kvstore --config GROUP.cfg [--id N] [--node NODE.cfg]
  *                [--set section.key=value]... [--script FILE | --random N]
- *                [--seed S] [--rate R] [--join] [--quiet]
+ *                [--seed S] [--rate R] [--join] [--start-barrier] [--quiet]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -55,6 +59,7 @@ struct store {
 	uint64_t keys;
 	uint64_t applied;
 	uint64_t order_hash;
+	uint64_t last_seq;
 	uint64_t bad;
 	struct group *g;
 };
@@ -139,6 +144,7 @@ static bool deliver(void *ctx, uint32_t sender, uint64_t seq,
 	st->order_hash = fnv(&seq, sizeof(seq), st->order_hash);
 	st->order_hash = fnv(cmd, n, st->order_hash);
 	st->applied++;
+	st->last_seq = seq;
 	key = cmd + 2;
 	if (cmd[0] == 'P' && cmd[1] == ' ' && (value = strchr(key, ' '))) {
 		*value++ = 0;
@@ -316,6 +322,7 @@ static void usage(void)
 	fprintf(stderr, "usage: kvstore --config GROUP.cfg [--id N] "
 		"[--node NODE.cfg] [--set section.key=value]... "
 		"[--script FILE | --random N] [--seed S] [--rate R] [--join] "
+		"[--start-barrier] "
 		"[--quiet]\n");
 	exit(2);
 }
@@ -333,6 +340,7 @@ int main(int argc, char **argv)
 		{ "quiet", no_argument, 0, 'q' },
 		{ "rate", required_argument, 0, 'R' },
 		{ "join", no_argument, 0, 'j' },
+		{ "start-barrier", no_argument, 0, 'B' },
 		{ 0, 0, 0, 0 },
 	};
 	const char *cfg_path = NULL, *node = NULL, *script = NULL, *id = NULL;
@@ -340,7 +348,7 @@ int main(int argc, char **argv)
 	size_t nsets = 0;
 	unsigned long nrandom = 0;
 	unsigned seed = 1;
-	bool quiet = false, join = false;
+	bool quiet = false, join = false, start_barrier = false;
 	unsigned rate = 0;
 	struct group_config *cfg = calloc(1, sizeof(*cfg));
 	struct group_callbacks cb = {
@@ -376,6 +384,7 @@ int main(int argc, char **argv)
 		case 'q': quiet = true; break;
 		case 'R': rate = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'j': join = true; break;
+		case 'B': start_barrier = true; break;
 		default: usage();
 		}
 	}
@@ -396,7 +405,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "kvstore: member %ld: %s\n", my_id, err.msg);
 		return 1;
 	}
-	if (nrandom) {
+	r = 0;
+	if (start_barrier && group_barrier(st->g, 600000, &err)) {
+		fprintf(stderr, "kvstore: member %ld: barrier: %s\n", my_id, err.msg);
+		r = -EIO;
+	} else if (nrandom) {
 		r = run_random(st, nrandom, seed, rate);
 	} else if (script) {
 		FILE *f = fopen(script, "r");
@@ -425,7 +438,8 @@ int main(int argc, char **argv)
 	}
 	printf("KVSTORE member=%ld sent=%" PRIu64 " applied=%" PRIu64
 	       " keys=%" PRIu64 " state_hash=%016" PRIx64 " order_hash=%016"
-	       PRIx64 "%s\n", my_id, sent, st->applied, st->keys,
-	       state_hash(st), st->order_hash, st->bad ? " BAD-COMMANDS" : "");
+	       PRIx64 " last_seq=%" PRIu64 "%s\n", my_id, sent, st->applied,
+	       st->keys, state_hash(st), st->order_hash, st->last_seq,
+	       st->bad ? " BAD-COMMANDS" : "");
 	return r || st->bad ? 1 : 0;
 }

@@ -2,15 +2,18 @@
 # (members[3].joins = true in conf/local-join4.cfg) starts mid-stream with
 # --join, receives the table through the state-transfer upcalls before it
 # applies anything, sends commands of its own, and every member ends with
-# the same table (state hash). Before that, a joiner with another group
-# file is refused, saying why.
+# the same table (state hash). The first 3 meet at a barrier before they
+# start (--start-barrier): the joiner comes after it, and its own barrier
+# at the end must wait for theirs. Every member's last command has the
+# same position in the order (last_seq), the joiner's too. Before that, a
+# joiner with another group file is refused, saying why.
 N=4
 CFG=$SRC/conf/local-join4.cfg
 . "$SRC/tests/vm/group_common.sh"
 
 KV=$BUILD/examples/kvstore
 for i in 0 1 2; do
-    "$KV" --config "$CFG" --id "$i" --random 3000 --rate 300 \
+    "$KV" --config "$CFG" --id "$i" --random 3000 --rate 300 --start-barrier \
         >"$OUT/kv.$i.out" 2>"$OUT/kv.$i.err" &
     PID[$i]=$!
 done
@@ -50,6 +53,12 @@ for i in 0 1 2; do
     grep -q "^KVSTORE member=$i sent=3000 applied=9500 " "$OUT/kv.$i.out" ||
         fail "join: member $i did not apply all 9,500 commands"
 done
+q0=$(field kv 0 last_seq)
+for i in 1 2 3; do
+    [ "$(field kv "$i" last_seq)" = "$q0" ] ||
+        fail "join: member $i's last command is at position $(field kv "$i" last_seq), member 0's at $q0"
+done
+echo "ok: join: every member's last command is at position $q0 (the joiner numbers positions as the others)"
 [ "$(field kv 0 order_hash)" = "$(field kv 1 order_hash)" ] && [ "$(field kv 0 order_hash)" = "$(field kv 2 order_hash)" ] ||
     fail "join: members 0, 1, 2 applied different orders"
 echo "ok: kvstore join: member 3 joined mid-stream ($(sed -n 's/^STATE loaded keys=\([0-9]*\).*/\1/p' "$OUT/kv.3.out") keys transferred), applied $(field kv 3 applied) commands after it; all 4 end with state hash $s0"
