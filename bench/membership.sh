@@ -1,46 +1,98 @@
 #!/usr/bin/env bash
 # squall-bench: vm 4
-# Membership: how long a group of 4 takes to go on without a member killed
-# with kill -9 while every member streams ordered messages (small ones on
-# SMC, 200 KB ones on RDMC), and whether anything is lost or delivered
-# twice on the way. Each round starts 4 view_member processes
-# (tests/vm/view_member.c, through tests/vm/view_common.sh), lets them
-# stream for BEFORE s, kills member VICTIM, waits until every survivor has
-# installed the next view, lets them stream AFTER s more, and closes.
-# Figures per survivor: kill to its new view (wall clock, the VIEW line
-# against the kill), the group's own wedge-to-installed time
-# (last_view_change_ms), messages sent, delivered and resent after the
-# trim, duplicates and gaps seen. The view change time of a round is the
-# last survivor's; the summary gives the median over rounds, and lost and
-# duplicated summed over all rounds (lost: messages a live sender sent
-# that a survivor never delivered).
+# squall-bench: test-hooks
+# Membership: how long a group of 4 takes to go on without a member that
+# died while every member streams ordered messages (small ones on SMC,
+# 200 KB ones on RDMC in 64 KB blocks), and whether anything is lost or
+# delivered twice on the way. Rounds cycle through six ways to die:
+#   leader       kill -9 of member 0, the view change's leader, after BEFORE s
+#   nonleader    kill -9 of member 2 after BEFORE s
+#   published    member 3 leaves in order after BEFORE s; the leader,
+#                member 0, dies right after pushing its trim
+#   adopted      as published, member 1 dies right after adopting it
+#   installing   as published, member 2 dies with its old view torn down
+#                and the next not built
+#   rdmc_mid     member 1 dies holding half the blocks of its 10th large
+#                message
+# (the last four at named protocol points of a test-hook build:
+# view_member --die-at, rdma/hook.h; a member that leaves in order counts
+# on neither side of the majority, so the survivors keep one). Each round
+# starts 4 view_member processes (tests/vm/view_member.c, through
+# tests/vm/view_common.sh), waits until every survivor installed the view
+# of exactly the survivors, lets them stream AFTER s more and closes.
+# Figures per survivor: death to that view (wall clock, the VIEW line
+# against the DYING line or the kill), the group's own wedge-to-installed
+# time of its last change (last_view_change_ms), messages sent, delivered
+# and resent after a trim, duplicates and gaps seen. A round's view change
+# time is its last survivor's; the summary gives the median over rounds,
+# lost and duplicated summed over all rounds (lost: messages a live
+# sender, the leaver included, sent that a survivor never delivered), and
+# the virtual-synchrony violations vs_check found in the members'
+# histories (tests/vsync/check.h).
 set -u
 N=4
-ROUNDS=${MEMBERSHIP_ROUNDS:-3}
-VICTIM=${MEMBERSHIP_VICTIM:-2}
+ROUNDS=${MEMBERSHIP_ROUNDS:-12}
+KINDS=(${MEMBERSHIP_KINDS:-leader nonleader published adopted installing rdmc_mid})
 # Suspicion at 3 s: at 1 s a member that was merely late on the VM's
 # emulated CPUs was suspected under this load.
-SETS=${MEMBERSHIP_SETS:-sst.suspect_timeout_ms=3000}
+SETS=${MEMBERSHIP_SETS:-sst.suspect_timeout_ms=3000 rdmc.block_size=64K}
 RATE=${MEMBERSHIP_RATE:-200}
 BEFORE=${MEMBERSHIP_BEFORE_S:-3}
 AFTER=${MEMBERSHIP_AFTER_S:-3}
 . "$SRC/tests/vm/view_common.sh"
-surv=$(seq 0 $((N - 1)) | grep -vx "$VICTIM" | tr '\n' ' ')
-surv=${surv% }
 echo "# logs: $OUT"
 echo "# $VM_MEMBER --config $CFG --id I --rate $RATE$(for s in $SETS; do echo -n " --set $s"; done)"
-echo "# sizes cycled 64,1000,4000,200000,8000; kill -9 member $VICTIM after $BEFORE s; $ROUNDS rounds"
+echo "# sizes cycled 64,1000,4000,200000,8000; $ROUNDS rounds over: ${KINDS[*]}"
+
+# kind K: VICTIM, POINT (empty: kill -9 from here), LEAVER (empty: none).
+kind() {
+    LEAVER= POINT=
+    case "$1" in
+    leader) VICTIM=0 ;;
+    nonleader) VICTIM=2 ;;
+    published) VICTIM=0 POINT=trim_published LEAVER=3 ;;
+    adopted) VICTIM=1 POINT=trim_adopted LEAVER=3 ;;
+    installing) VICTIM=2 POINT=installing LEAVER=3 ;;
+    rdmc_mid) VICTIM=1 POINT=rdmc_mid:10 ;;
+    *) fail "unknown kind $1" ;;
+    esac
+}
+
+# view_of FILE MEMBERS: wall_ms of the first VIEW with exactly MEMBERS.
+view_of() {
+    grep -E "^VIEW .* members=$2 " "$1" | head -n1 | sed -n 's/.* wall_ms=\([0-9]*\).*/\1/p'
+}
 
 rows=()
 view_ms=()
-lost=0
-dups=0
+lost=0 dups=0 violations=0
 for r in $(seq 1 "$ROUNDS"); do
-    name=r$r
+    k=${KINDS[$(( (r - 1) % ${#KINDS[@]} ))]}
+    kind "$k"
+    name=r$r-$k
+    surv=$(seq 0 $((N - 1)) | grep -vx "$VICTIM" | grep -vx "${LEAVER:-none}" | tr '\n' ' ')
+    surv=${surv% }
+    members=${surv// /,}
+    EXTRA=()
+    [ -z "$POINT" ] || EXTRA[$VICTIM]="--die-at $POINT"
+    [ -z "$LEAVER" ] || EXTRA[$LEAVER]="--secs $BEFORE"
     start_members "$name"
-    sleep "$BEFORE"
-    kill_member "$VICTIM"
-    wait_views "$name" "$surv" 1 300
+    if [ -z "$POINT" ]; then
+        sleep "$BEFORE"
+        kill_member "$VICTIM"
+    else
+        wait_line "$OUT/$name.$VICTIM.err" "^DYING " 300 "${PID[$VICTIM]}" ||
+            fail "$name: member $VICTIM did not reach $POINT within 300 s$(stop_note "$name" "$VICTIM")"
+        reap_member "$name" "$VICTIM"
+    fi
+    if [ -n "$LEAVER" ]; then
+        finish "$LEAVER" 300
+        [ "$RC" = 0 ] || fail "$name: member $LEAVER, leaving, exited with status $RC"
+    fi
+    for i in $surv; do
+        wait_line "$OUT/$name.$i.out" "^VIEW .* members=$members " 300 "${PID[$i]}" ||
+            fail "$name: member $i installed no view of $members within 300 s$(stop_note "$name" "$i")"
+    done
     sleep "$AFTER"
     stop_streaming "$name"
     for i in $surv; do
@@ -50,28 +102,46 @@ for r in $(seq 1 "$ROUNDS"); do
         grep -q "^RESULT member=$i " "$OUT/$name.$i.out" ||
             fail "$name: member $i printed no result"
     done
-    measure_survivors "$name" "$surv" "$VICTIM" "${KILL_MS[$VICTIM]}"
-    view_ms+=("$VIEW_MS")
+    since=${KILL_MS[$VICTIM]}
+    measure_survivors "$name" "$surv" "$VICTIM" "$since"
+    if [ -n "$LEAVER" ]; then
+        sent=$(val0 "$OUT/$name.$LEAVER.out" RESULT sent)
+        for i in $surv; do
+            from=$(val0 "$OUT/$name.$i.out" "FROM member=$i sender=$LEAVER " count)
+            [ "$from" -ge "$sent" ] || LOST=$((LOST + sent - from))
+        done
+    fi
+    verdict=$("$VS_CHECK" --crashed "$VICTIM" "$OUT/$name".*.vlog 2>&1)
+    v=$(echo "$verdict" | sed -n 's/.* violations=\([0-9]*\).*/\1/p' | tail -n1)
+    [ -n "$v" ] || fail "$name: vs_check printed no verdict: $verdict"
+    last=0
+    for i in $surv; do
+        t=$(( $(view_of "$OUT/$name.$i.out" "$members") - since ))
+        [ "$t" -le "$last" ] || last=$t
+    done
+    view_ms+=("$last")
     lost=$((lost + LOST))
     dups=$((dups + DUPS))
+    violations=$((violations + v))
     for i in $surv; do
         f=$OUT/$name.$i.out
-        rows+=("$(printf "%-6s %-7s %10s %10s %8s %10s %7s %5s %5s %5s" "$r" "$i" \
-            $(( $(first_view_ms "$f" 1) - KILL_MS[$VICTIM] )) "$(val0 "$f" RESULT view_change_ms)" \
+        rows+=("$(printf "%-16s %-7s %10s %10s %8s %10s %7s %5s %5s %5s" "$r:$k" "$i" \
+            $(( $(view_of "$f" "$members") - since )) "$(val0 "$f" RESULT view_change_ms)" \
             "$(val0 "$f" RESULT sent)" "$(val0 "$f" RESULT delivered)" "$(val0 "$f" STATS resent)" \
             "$(val0 "$f" RESULT dup)" "$(val0 "$f" RESULT gap)" "$(val0 "$f" RESULT bad)")")
     done
-    echo "# round $r: view change ${VIEW_MS} ms (last survivor), lost $LOST, duplicated $DUPS, gaps $GAPS, damaged $BAD"
+    echo "# round $r ($k: member $VICTIM${POINT:+ at $POINT}${LEAVER:+, member $LEAVER leaving}): view change $last ms (last survivor), lost $LOST, duplicated $DUPS, gaps $GAPS, damaged $BAD, vs_check violations $v"
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 med=$(median "${view_ms[@]}")
 
 echo
-echo "Membership: kill -9 of member $VICTIM of $N while all stream at $RATE msgs/s each ($SETS)"
-printf "%-6s %-7s %10s %10s %8s %10s %7s %5s %5s %5s\n" round member kill_to_ms wedge_ms sent delivered resent dup gap bad
+echo "Membership: a member of $N dies while all stream at $RATE msgs/s each ($SETS)"
+printf "%-16s %-7s %10s %10s %8s %10s %7s %5s %5s %5s\n" round member death_to_ms wedge_ms sent delivered resent dup gap bad
 printf '%s\n' "${rows[@]}"
 printf "%-44s %s\n" "view change per round, ms (last survivor)" "${view_ms[*]}"
 printf "%-44s %s\n" "view change, median of rounds, ms" "$med"
 printf "%-44s %s\n" "messages of live senders lost (all rounds)" "$lost"
 printf "%-44s %s\n" "messages delivered twice (all rounds)" "$dups"
-echo "SUMMARY membership view_change_ms=$med lost=$lost duplicated=$dups members=$N"
+printf "%-44s %s\n" "vs_check violations (all rounds)" "$violations"
+echo "SUMMARY membership view_change_ms=$med lost=$lost duplicated=$dups violations=$violations members=$N rounds=$ROUNDS"

@@ -25,6 +25,7 @@
 #include <squall/wire.h>
 
 #include "group/group_int.h"
+#include "rdma/hook.h"
 
 /* Sends wait for room in slices of this, checking for failures. */
 #define WAIT_SLICE_MS 100
@@ -94,12 +95,12 @@ static void on_suspect(struct sst *t, uint32_t rank, uint32_t by,
 			g->cb.failure(g->ctx, g->my_id, g->fail_msg);
 		return;
 	}
-	/* A member that left in order is not reported as failed. */
-	if (sst_get(g->t, rank, (uint32_t)g->col[COL_CLOSING]) ==
-	    GROUP_CLOSE_LEFT)
-		return;
-	if (g->cb.failure)
-		g->cb.failure(g->ctx, g->ids[rank], why);
+	/* Reported once the view change that removes it is decided
+	 * (view.c): a member suspected because its links closed while it
+	 * installs the next view is no failure, and stays. */
+	if (!g->suspect_why[rank][0])
+		snprintf(g->suspect_why[rank], sizeof(g->suspect_why[rank]),
+			 "%s", why);
 }
 
 /* ---- set-up ---------------------------------------------------------------- */
@@ -299,6 +300,7 @@ int group_epoch_build(struct group *g, struct squall_error *err)
 	g->done_dirty = false;
 	g->sent_epoch = 0;
 	memset(&g->vc, 0, sizeof(g->vc));
+	memset(g->suspect_why, 0, sizeof(g->suspect_why));
 	memset(g->table.ptr, 0, g->table.len);
 	r = make_layout(g->n, &g->layout, g->col, err);
 	if (!r)
@@ -576,6 +578,8 @@ struct group *group_start(const struct group_config *cfg, uint32_t my_id,
 		squall_error_set(err, -EINVAL, "%s: no configuration", what);
 		return NULL;
 	}
+	if (squall_hook_check(err))
+		return NULL;
 	g = group_alloc(cb, ctx, err);
 	if (!g)
 		return NULL;

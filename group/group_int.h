@@ -263,6 +263,9 @@ struct group {
 	 * upcall by group_pass once it is. */
 	struct group_early_p2p *early_p2p, **early_p2p_tail;
 	struct vc_state vc;             /* the view change (vcore.h) */
+	/* Why each member of the view was first suspected ("": it was
+	 * not), for the failure upcall once a trim removes it. */
+	char suspect_why[GROUP_CONFIG_MAX_MEMBERS][160];
 	struct vc_row vc_rows[GROUP_CONFIG_MAX_MEMBERS]; /* its inputs */
 	uint64_t vc_fence[SST_MAX_MEMBERS]; /* the push of the adoption */
 	bool ragged;                    /* delivering the trim */

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "group/group_int.h"
+#include "rdma/hook.h"
 
 bool group_rdmc_lost(int status)
 {
@@ -120,6 +121,31 @@ static void wedge(struct group *g)
 	atomic_fetch_add(&g->st_wedges, 1);
 }
 
+/* Whether this member leads the change of the adopted trim (no lower
+ * rank survives it). */
+static bool leads(const struct group *g)
+{
+	for (uint32_t j = 0; j < g->me; j++)
+		if (!(g->vc.tmask >> j & 1))
+			return false;
+	return true;
+}
+
+/* A trim is adopted: the failure upcall for each member it removes that
+ * did not leave in order (members merely suspected, e.g. installing the
+ * next view already, are not reported). */
+static void report_removed(struct group *g)
+{
+	for (uint32_t j = 0; j < g->n; j++) {
+		if (j == g->me || !(g->vc.tmask >> j & 1) ||
+		    g->vc_rows[j].closing == GROUP_CLOSE_LEFT || !g->cb.failure)
+			continue;
+		g->cb.failure(g->ctx, g->ids[j], g->suspect_why[j][0] ?
+			      g->suspect_why[j] : "removed by the view change "
+			      "(suspected by another member)");
+	}
+}
+
 /* The view-change columns of every member's row, as vcore reads them;
  * the arrays only while a change needs them. */
 static void read_rows(struct group *g, bool arrays)
@@ -214,6 +240,7 @@ bool group_view_pass(struct group *g, bool *work)
 		}
 	}
 	if (out.acts & VC_ACT_ADOPT) {
+		report_removed(g);
 		atomic_fetch_add(&g->st_commits, 1);
 		for (uint32_t s = 0; s < g->n; s++)
 			sst_set_elem(g->t, ct, s, g->vc.trim[s]);
@@ -224,8 +251,10 @@ bool group_view_pass(struct group *g, bool *work)
 	if (fresh)
 		sst_push_cols(g->t, ch, ctm - ch + 1);
 	/* What landing the install waits for. */
-	if (out.acts & VC_ACT_ADOPT)
+	if (out.acts & VC_ACT_ADOPT) {
 		sst_fence(g->t, g->vc_fence);
+		squall_hook(leads(g) ? "trim_published" : "trim_adopted");
+	}
 	if (atomic_load(&g->failed))
 		return true;
 	if (out.acts & VC_ACT_DELIVER)
@@ -283,6 +312,7 @@ static void install(struct group *g)
 	pthread_rwlock_wrlock(&g->epoch_lock);
 	atomic_store(&g->installing, true);
 	group_epoch_teardown(g);
+	squall_hook("installing");
 	pthread_mutex_lock(&g->lock);
 	g->vcfg = nv;
 	g->seq_base += end;

@@ -34,6 +34,7 @@
 #include <squall/rdma.h>
 #include <squall/wire.h>
 
+#include "rdma/hook.h"
 #include "rdmc/plan.h"
 
 /* wr_id of RDMC's own posts: tag in the top byte, kind below it, then the
@@ -629,6 +630,8 @@ int rdmc_engine_on_imm(struct rdmc_engine *e, uint32_t peer, uint32_t imm)
 	rdmc_block_span(x->size, x->g->block_size, block, &off, &len);
 	x->have[block] = 1;
 	x->nhave++;
+	if (x->plan.k >= 2 && x->nhave == x->plan.k / 2)
+		squall_hook("rdmc_mid");
 	e->st.blocks_received++;
 	e->st.bytes_received += len;
 	pump(e, x);

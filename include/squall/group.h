@@ -43,7 +43,7 @@
  *
  * Membership: the group starts with the .cfg's members and carries on when
  * members fail. A member that stops answering (SST heartbeat or a failed
- * write) is reported through the failure upcall and a view change follows,
+ * write) is removed by a view change (the failure upcall reports it),
  * led by the lowest-ranked live member: sends wait (the group is wedged),
  * every survivor delivers exactly the messages every survivor holds (the
  * ragged trim), the survivors reconnect in a new view with a new epoch and
@@ -91,8 +91,11 @@ struct group_callbacks {
 	 * 0), and after every view change, before anything of the new view
 	 * is delivered. May be NULL. */
 	void (*view)(void *ctx, const struct group_view *v);
-	/* Member `member` failed (or this member lost touch with it): why
-	 * says what was seen. A view change without it follows. When the
+	/* Member `member` failed (or this member lost touch with it) and
+	 * the view change that removes it is decided: why says what was
+	 * first seen. A member that was only suspected and stays in the
+	 * next view (its links closed because it was installing that view)
+	 * is not reported; nor is one that left with group_close(). When the
 	 * group itself cannot go on (this member lost the majority, or the
 	 * others removed it), member is this member's own id and why says
 	 * so; group_status() then returns the same. May be NULL. */

@@ -80,6 +80,8 @@ reap_member() {
     unset "PID[$1]"
     # shellcheck disable=SC2034
     KILL_MS[$1]=$(val "$OUT/$name.$1.out" "DYING " wall_ms)
+    # A test hook's DYING line (view_member --die-at) is on stderr.
+    [ -n "${KILL_MS[$1]}" ] || KILL_MS[$1]=$(val "$OUT/$name.$1.err" "DYING " wall_ms)
 }
 
 # wait_line FILE REGEX SECS [PID]: wait until a line of FILE matches the
@@ -225,6 +227,12 @@ check_survivors() {
             [ "$(val "$f" RESULT $k)" = 0 ] ||
                 fail "$name: member $i: $k=$(val "$f" RESULT $k) (see its .err)"
         done
+        # The failure upcall names only members that were removed.
+        while read -r j; do
+            case " $dead " in *" $j "*) ;; *)
+                fail "$name: member $i reported member $j failed, which was not killed: $(grep "^FAILURE member=$i failed=$j " "$f" | head -n1)" ;;
+            esac
+        done < <(sed -n 's/^FAILURE member=[0-9]* failed=\([0-9]*\) .*/\1/p' "$f" | sort -u)
         last=$(grep "^VIEW " "$f" | tail -n1 | sed -n 's/.* members=\([^ ]*\).*/\1/p')
         [ "$last" = "$members" ] ||
             fail "$name: member $i's last view has members $last, not $members"

@@ -9,6 +9,9 @@
  * moment: --die-after-ms M after it is ready, or --die-on-commit K as
  * soon as it sees the K-th ragged trim agreed, i.e. in the middle of a
  * view change, which a script polling the output would often miss.
+ * With a test-hook build (meson -Dtest_hooks=true), --die-at POINT[:K]
+ * dies inside the group at a named protocol point (rdma/hook.h); that
+ * DYING line is on stderr.
  * Each message is {sender, pad, counter, len, checksum of the rest} plus
  * bytes pseudo-random from (sender, counter), so every byte is checked on
  * delivery, and each sender's counters must arrive exactly in order: a
@@ -552,7 +555,7 @@ static void usage(void)
 	fprintf(stderr, "usage: view_member --config CFG --id N [--set k=v]... "
 		"[--secs S] [--stop-file F] [--sizes B,..] [--rate N] "
 		"[--die-after-ms M] [--die-on-commit K] [--log FILE] "
-		"[--keep K] [--echo K]\n");
+		"[--keep K] [--echo K] [--die-at POINT[:K]]\n");
 }
 
 int main(int argc, char **argv)
@@ -570,6 +573,7 @@ int main(int argc, char **argv)
 		{ "log", required_argument, 0, 'l' },
 		{ "keep", required_argument, 0, 'K' },
 		{ "echo", required_argument, 0, 'E' },
+		{ "die-at", required_argument, 0, 'D' },
 		{ 0, 0, 0, 0 },
 	};
 	static const size_t def_sizes[] = { 64, 1000, 4000, 200000, 8000 };
@@ -607,6 +611,7 @@ int main(int argc, char **argv)
 		case 'l': log_path = optarg; break;
 		case 'K': m->keep_every = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'E': m->echo = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'D': setenv("SQUALL_DIE_AT", optarg, 1); break;
 		case 'z':
 			for (char *t = strtok(optarg, ","); t && m->nsizes < MAX_SIZES;
 			     t = strtok(NULL, ","))

@@ -1,0 +1,53 @@
+# Deaths at named protocol points, 4 members, with a test-hook build
+# (view_member --die-at, rdma/hook.h): the member kills itself, as kill -9
+# would, at the exact step instead of at a time the script guessed.
+# The first three rounds need a view change to be under way when the
+# victim dies: member 3 leaves in order (it closes after 3 s; members that
+# leave count on neither side of the majority), and then
+#  - published: the leader, member 0, dies right after pushing the trim
+#    it computed (some members may have adopted it, some not);
+#  - adopted: member 1 dies right after pushing its adoption;
+#  - installing: member 2 dies after tearing its old view down, before
+#    building the next (the others install without it, miss it there and
+#    drop it in the next change);
+#  - rdmc_mid: with no other change, member 1 dies holding half the
+#    blocks of its 10th large message (rdmc.block_size 16K: 200 KB
+#    messages are 13 blocks).
+# Each round: the survivors end in a view of exactly themselves, their
+# histories pass vs_check, the leaver is reported by no one, and every
+# failure upcall names the victim (see view_common.sh).
+N=4
+SETS=${SETS:-sst.suspect_timeout_ms=4000}
+RATE=${RATE:-100}
+. "$SRC/tests/vm/view_common.sh"
+
+# hook_round NAME VICTIM POINT LEAVER SURVIVORS MEMBERS
+hook_round() {
+    local name=$1 victim=$2 point=$3 leaver=$4 surv=$5 members=$6 i
+    EXTRA=([$victim]="--die-at $point")
+    [ -z "$leaver" ] || EXTRA[$leaver]="--secs 3"
+    start_members "$name"
+    wait_line "$OUT/$name.$victim.err" "^DYING " 180 "${PID[$victim]}" ||
+        fail "$name: member $victim did not reach $point within 180 s$(stop_note "$name" "$victim")"
+    reap_member "$name" "$victim"
+    echo "ok: $name: member $victim died at $point: $(grep -h '^DYING' "$OUT/$name.$victim.err")"
+    if [ -n "$leaver" ]; then
+        finish "$leaver" 180
+        [ "$RC" = 0 ] || fail "$name: member $leaver, leaving, exited with status $RC"
+    fi
+    for i in $surv; do
+        wait_line "$OUT/$name.$i.out" "^VIEW member=$i epoch=[0-9]+ members=$members " 180 "${PID[$i]}" ||
+            fail "$name: member $i installed no view with members $members within 180 s$(stop_note "$name" "$i")"
+    done
+    sleep 3
+    stop_streaming "$name"
+    finish_members "$name" "$surv" 300 0
+    check_survivors "$name" "$surv" "$victim" "$members" "${KILL_MS[$victim]}"
+}
+
+hook_round published 0 trim_published 3 "1 2" 1,2
+hook_round adopted 1 trim_adopted 3 "0 2" 0,2
+hook_round installing 2 installing 3 "0 1" 0,1
+SETS="$SETS rdmc.block_size=16K"
+hook_round rdmc_mid 1 rdmc_mid:10 "" "0 2 3" 0,2,3
+echo "PASS"
