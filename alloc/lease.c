@@ -503,6 +503,17 @@ int alloc_submit(struct alloc *a, const struct buf_desc *d)
 			    ALLOC_SUBMITTED, -EBUSY, -EINVAL);
 }
 
+int alloc_unsubmit(struct alloc *a, const struct buf_desc *d)
+{
+	struct where w;
+	int rc = resolve_desc(a, d, &w);
+
+	if (rc)
+		return rc;
+	return xport_change(&a->state[w.sidx], 1u << ALLOC_SUBMITTED,
+			    ALLOC_LEASED, -EINVAL, -EINVAL);
+}
+
 int alloc_complete(struct alloc *a, const struct buf_desc *d)
 {
 	struct where w;

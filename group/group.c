@@ -24,6 +24,7 @@
 
 #include <squall/wire.h>
 
+#include "group/agree.h"
 #include "group/group_int.h"
 #include "rdma/hook.h"
 
@@ -301,6 +302,8 @@ int group_epoch_build(struct group *g, struct squall_error *err)
 	g->sent_epoch = 0;
 	memset(&g->vc, 0, sizeof(g->vc));
 	memset(g->suspect_why, 0, sizeof(g->suspect_why));
+	for (uint32_t i = 0; i < GROUP_CONFIG_MAX_MEMBERS; i++)
+		atomic_store(&g->p2p_inflight[i], 0);
 	memset(g->table.ptr, 0, g->table.len);
 	r = make_layout(g->n, &g->layout, g->col, err);
 	if (!r)
@@ -999,14 +1002,23 @@ static int p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
 		return squall_error_set(err, -ENOTCONN, "member %u: member %u "
 			"is not connected: %s", g->my_id, member,
 			rdma_sq_peer_error(g->node, member));
+	if (atomic_fetch_add(&g->p2p_inflight[rank], 1) >= GROUP_P2P_INFLIGHT) {
+		atomic_fetch_sub(&g->p2p_inflight[rank], 1);
+		return squall_error_set(err, -EAGAIN, "member %u: %u "
+			"point-to-point messages to member %u are still in "
+			"flight", g->my_id, GROUP_P2P_INFLIGHT, member);
+	}
 	hdr = alloc_obj_new(g->a, 64);
-	if (!hdr)
+	if (!hdr) {
+		atomic_fetch_sub(&g->p2p_inflight[rank], 1);
 		return squall_error_set(err, -ENOMEM, "member %u: no room for a "
 					"message header", g->my_id);
+	}
 	hlen = wire_encode(hdr, 32, WIRE_MSG_P2P, 0, NULL, 0,
 			   (uint32_t)d->len, err);
 	r = hlen < 0 ? hlen : alloc_submit(g->a, d);
 	if (r) {
+		atomic_fetch_sub(&g->p2p_inflight[rank], 1);
 		alloc_obj_delete(g->a, hdr);
 		return squall_error_set(err, -EINVAL, "member %u: the buffer at "
 			"%p is not a lease ready to send", g->my_id, d->ptr);
@@ -1018,9 +1030,16 @@ static int p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
 			 GROUP_WR_P2P << 56 | (uint64_t)(hdr - (uint8_t *)g->base),
 			 RDMA_SQ_SIGNALED, err);
 	if (r) {
-		/* Never posted: the buffer goes back to the slab. */
-		alloc_complete(g->a, d);
+		/* Never posted: the buffer is the caller's again. */
+		atomic_fetch_sub(&g->p2p_inflight[rank], 1);
 		alloc_obj_delete(g->a, hdr);
+		if (r == -ENOMEM || r == -EAGAIN) {
+			alloc_unsubmit(g->a, d);
+			return squall_error_set(err, -EAGAIN, "member %u: the "
+				"send queue to member %u is full", g->my_id,
+				member);
+		}
+		alloc_complete(g->a, d);
 		return r;
 	}
 	atomic_fetch_add(&g->st_p2p_sent, 1);
@@ -1181,96 +1200,91 @@ int group_barrier(struct group *g, int timeout_ms, struct squall_error *err)
 			  timeout_ms, false, "the barrier", err);
 }
 
-/* Every member closed, and every member delivered every message each
- * member sent before closing. */
-static bool flushed(struct group *g, uint64_t unused)
+/* The close agreements' inputs (agree.h) from the view's rows. */
+struct ag_view {
+	struct ag_row rows[GROUP_CONFIG_MAX_MEMBERS];
+	uint64_t done[GROUP_CONFIG_MAX_MEMBERS * GROUP_CONFIG_MAX_MEMBERS];
+	struct ag_in in;
+};
+
+static const struct ag_in *ag_read(struct group *g, struct ag_view *v)
 {
 	uint32_t cd = (uint32_t)g->col[COL_DONE];
 
-	(void)unused;
-	/* Even in a view change: when this holds, no trim is needed. */
-	for (uint32_t k = 0; k < g->n; k++) {
-		uint64_t sent;
+	for (uint32_t j = 0; j < g->n; j++) {
+		uint64_t *done = v->done + (size_t)j * g->n;
 
-		if (col_of(g, k, COL_CLOSING) < 1)
-			return false;
-		sent = col_of(g, k, COL_SENT);
-		for (uint32_t j = 0; j < g->n; j++)
-			/* A member that left needs nothing more. */
-			if (col_of(g, j, COL_CLOSING) != GROUP_CLOSE_LEFT &&
-			    sst_get_elem(g->t, j, cd, k) < sent)
-				return false;
+		for (uint32_t k = 0; k < g->n; k++)
+			done[k] = sst_get_elem(g->t, j, cd, k);
+		v->rows[j] = (struct ag_row){
+			.closing = col_of(g, j, COL_CLOSING),
+			.sent = col_of(g, j, COL_SENT),
+			.ack = col_of(g, j, COL_ACK),
+			.done = done,
+			.suspected = j != g->me && sst_suspected(g->t, j),
+		};
 	}
-	return true;
+	v->in = (struct ag_in){
+		.n = g->n,
+		.me = g->me,
+		.rows = v->rows,
+		.wedged = atomic_load(&g->wedged),
+		.sent = atomic_load(&g->sent_epoch),
+	};
+	return &v->in;
 }
 
 static bool all_flushed(struct group *g, uint64_t unused)
 {
+	struct ag_view v;
+
 	(void)unused;
-	for (uint32_t j = 0; j < g->n; j++)
-		if (col_of(g, j, COL_CLOSING) < 2 && !sst_suspected(g->t, j))
-			return false;
-	return true;
+	return ag_all_flushed(ag_read(g, &v));
 }
 
-/* Leaving alone: every message this member sent in the view is
- * delivered on every member, and some member is not closing (when all
- * are, they flush together). */
-static bool own_flushed(struct group *g)
+/* Leaving alone (ag_own_flushed), after a grace time: members that
+ * close at about the same time (after a barrier, or at the end of a
+ * run) flush together rather than leave one by one. */
+static bool own_flushed(struct group *g, const struct ag_in *in)
 {
-	uint32_t cd = (uint32_t)g->col[COL_DONE];
-	uint64_t sent = col_of(g, g->me, COL_SENT);
-	bool all_closing = true;
-
 	uint64_t now = group_now_ms();
 
-	if (atomic_load(&g->wedged) || sent != atomic_load(&g->sent_epoch))
-		goto not_yet;
-	for (uint32_t j = 0; j < g->n; j++) {
-		if (col_of(g, j, COL_CLOSING) < 1)
-			all_closing = false;
-		if (sst_get_elem(g->t, j, cd, g->me) < sent)
-			goto not_yet;
+	if (!ag_own_flushed(in)) {
+		g->leave_since = 0;
+		return false;
 	}
-	if (all_closing)
-		goto not_yet;
-	/* Members that close at about the same time (after a barrier, or
-	 * at the end of a run) flush together rather than leave one by
-	 * one: a leave waits that long for the others to close too. */
 	if (!g->leave_since)
 		g->leave_since = now;
 	return now - g->leave_since >= GROUP_LEAVE_GRACE_MS +
 				       2ull * g->cfg.sst_heartbeat_ms;
-not_yet:
-	g->leave_since = 0;
-	return false;
 }
 
 static bool flushed_or_alone(struct group *g, uint64_t unused)
 {
-	if (flushed(g, unused)) {
+	struct ag_view v;
+	const struct ag_in *in = ag_read(g, &v);
+
+	(void)unused;
+	if (ag_flushed(in)) {
 		g->leaving = false;
 		return true;
 	}
-	g->leaving = own_flushed(g);
+	g->leaving = own_flushed(g, in);
 	return g->leaving;
 }
 
-/* The others took the leave in: each is wedged for a view change without
- * this member, or gone, or closing itself. */
 static bool leave_seen(struct group *g, uint64_t unused)
 {
-	(void)unused;
-	for (uint32_t j = 0; j < g->n; j++) {
-		uint64_t ack = col_of(g, j, COL_ACK);
+	struct ag_view v;
 
-		if (j == g->me || sst_suspected(g->t, j) ||
-		    col_of(g, j, COL_CLOSING) >= 1 ||
-		    (ack && ((ack - 1) >> g->me & 1)))
-			continue;
-		return false;
-	}
-	return true;
+	(void)unused;
+	return ag_leave_seen(ag_read(g, &v));
+}
+
+static bool unsent_told(struct group *g, uint64_t unused)
+{
+	(void)unused;
+	return atomic_load(&g->unsent_done);
 }
 
 int group_close(struct group *g, int timeout_ms, struct squall_error *err)
@@ -1301,6 +1315,12 @@ int group_close(struct group *g, int timeout_ms, struct squall_error *err)
 			   timeout_ms < 0 ? 10000 : timeout_ms, true, "leaving",
 			   NULL);
 	}
+	/* A stopped group tells the application which of its sends are
+	 * lost (view.c, on the progress thread) before it goes. */
+	if (atomic_load(&g->failed) && g->t)
+		wait_until(g, unsent_told, 0, NULL,
+			   (int)(2 * g->cfg.sst_suspect_timeout_ms + 1000), true,
+			   "telling lost sends", NULL);
 	atomic_store(&g->quiet, true);
 	teardown(g);
 	return r;
@@ -1374,6 +1394,8 @@ void group_stats(struct group *g, struct group_stats *st)
 		.commits = atomic_load(&g->st_commits),
 		.resent = atomic_load(&g->st_resent),
 		.last_view_change_ms = atomic_load(&g->st_vc_ms),
+		.sends_lost = atomic_load(&g->st_unsent_lost),
+		.sends_unknown = atomic_load(&g->st_unsent_unknown),
 	};
 }
 

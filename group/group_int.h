@@ -63,6 +63,10 @@
 #define GROUP_RECV_BUF 4096u
 /* RDMC sends a member keeps in flight before group_ordered_send waits. */
 #define GROUP_RDMC_INFLIGHT 8u
+/* Point-to-point sends in flight to one member before group_p2p_send
+ * says -EAGAIN: they share the queue pair's send queue (rdma_sq_options
+ * max_send_wr) with the SST, SMC and RDMC, which must keep room. */
+#define GROUP_P2P_INFLIGHT 64u
 
 /* An RDMC announcement's payload (little-endian). */
 struct group_announce {
@@ -199,6 +203,10 @@ struct group {
 	uint64_t *recv, *rel;           /* n x n, read from the SST */
 	uint64_t *row_recv, *row_rel;   /* n */
 
+	/* Point-to-point sends in flight per rank of the view (reset with
+	 * each view: its node's completions end with it). */
+	atomic_uint p2p_inflight[GROUP_CONFIG_MAX_MEMBERS];
+
 	/* RDMC */
 	struct rdmc_engine *e;
 	struct rdmc_group *rg;
@@ -276,6 +284,13 @@ struct group {
 	struct group_resend *resend_later;
 	atomic_uint_fast64_t st_wedges, st_commits, st_resent, st_vc_ms,
 		st_old_copies, st_old_waits;
+	/* The group stopped: own sends not delivered here, told to the
+	 * application (order.c: group_report_unsent) once a survivor's trim
+	 * says which the others deliver, or after a wait without one.
+	 * Progress thread; unsent_done also read by group_close. */
+	uint64_t unsent_since;          /* ms: when the wait began */
+	atomic_bool unsent_done;
+	atomic_uint_fast64_t st_unsent_lost, st_unsent_unknown;
 };
 
 /* Thread-local: the group whose progress thread this is (upcalls do not
@@ -312,6 +327,11 @@ void group_order_free(struct group *g);
  * collecting own messages past it in g->resend. */
 void group_have(struct group *g, uint64_t *have);
 void group_deliver_trim(struct group *g);
+/* The group stopped: a send_failed upcall for each own ordered send the
+ * others do not deliver (known: round r of this member is delivered iff
+ * r < trim_me) or, not known, may not; their buffers go back. Progress
+ * thread. */
+void group_report_unsent(struct group *g, bool known, uint64_t trim_me);
 
 /* view.c: view changes. */
 bool group_view_pass(struct group *g, bool *work);

@@ -116,9 +116,13 @@ static void p2p_done(struct group *g, const struct rdma_sq_wc *wc)
 	uint8_t *hdr = (uint8_t *)g->base + (wc->wr_id & ((1ull << 48) - 1));
 	struct buf_desc d;
 
+	int rank = group_config_member_index(&g->vcfg, wc->peer);
+
 	memcpy(&d, hdr + 32, sizeof(d));
 	alloc_complete(g->a, &d);
 	alloc_obj_delete(g->a, hdr);
+	if (rank >= 0)
+		atomic_fetch_sub(&g->p2p_inflight[rank], 1);
 	/* A failed send means a failed peer: the SST suspects it and a view
 	 * change follows; the message is lost with the connection. */
 }

@@ -197,13 +197,17 @@ static void expect(struct group *g, struct group_xfer *x)
 	int r = rdmc_expect(g->rg, x->msg_id, g->ids[x->sender], x->size, &err);
 
 	x->expect_pending = r == -EBUSY;
-	if (r && r != -EBUSY) {
-		/* The sender is told and cancels the transfer everywhere;
-		 * this member learns nothing more of it. */
-		x->failed = true;
-		x->status = r;
-		snprintf(x->why, sizeof(x->why), "%s", err.msg);
-	}
+	/* No buffer for it (-ENOMEM): the sender is told and cancels the
+	 * transfer everywhere, and the cancellation reaches this member too
+	 * (on_received with the error). Until then the message is neither
+	 * here nor failed: this member must not deliver past it while the
+	 * others cannot yet, or a view change in between would split the
+	 * order. */
+	if (r && r != -EBUSY && r != -ENOMEM)
+		group_fail(g, -EPROTO, "member %u cannot receive message %"
+			   PRIu64 " of member %u (%" PRIu64 " bytes): %s",
+			   g->my_id, x->msg_id, g->ids[x->sender], x->size,
+			   err.msg);
 }
 
 static void on_announce(struct group *g, const struct smc_msg *m)
@@ -446,6 +450,8 @@ bool group_pass(void *arg)
 		work = true;
 	if (retry_expects(g))
 		work = true;
+	if (g->e && (r = rdmc_engine_progress(g->e, &work)))
+		group_fail(g, r, "rdmc: %s", rdmc_engine_last_error(g->e));
 	read_counters(g);
 	r = smc_core_progress(g->core, g->recv, g->rel);
 	/* An error is a write to a failed member: the SST suspects it and
@@ -631,4 +637,121 @@ void group_deliver_trim(struct group *g)
 			g->resend_tail = &(*g->resend_tail)->next;
 		g->resend_later = NULL;
 	}
+}
+
+/* ---- a member out of the group -------------------------------------------- */
+
+/* This member stopped: which of its own ordered sends not delivered here
+ * the others deliver. A survivor's last word (view.c pushes its adopted
+ * trim to the members it removes) says exactly: round r of mine is
+ * delivered iff r < trim[me]. Without one, nothing is known of what was
+ * not delivered here. */
+struct unsent {
+	struct group *g;
+	bool known;
+	bool again;             /* messages an earlier view's trim missed */
+	uint64_t trim_me;
+	uint64_t lost, unknown;
+};
+
+static void unsent_one(struct unsent *u, const struct buf_desc *d,
+		       uint64_t round)
+{
+	struct group *g = u->g;
+	char why[SQUALL_ERRMSG_MAX];
+
+	if (u->known && round < u->trim_me) {
+		/* Delivered by the survivors: done with it. */
+		alloc_complete(g->a, d);
+		return;
+	}
+	if (u->again) {
+		u->lost++;
+		snprintf(why, sizeof(why), "member %u left view %" PRIu64
+			 " before this message, which missed an earlier view's "
+			 "trim, was sent again: not delivered", g->my_id,
+			 g->vcfg.epoch);
+	} else if (u->known) {
+		u->lost++;
+		snprintf(why, sizeof(why), "member %u left view %" PRIu64
+			 " before this message was delivered: the survivors "
+			 "deliver this member's rounds below %" PRIu64 ", and "
+			 "this is round %" PRIu64 ": not delivered", g->my_id,
+			 g->vcfg.epoch, u->trim_me, round);
+	} else {
+		u->unknown++;
+		snprintf(why, sizeof(why), "member %u left view %" PRIu64
+			 " before this message was delivered here, and no "
+			 "survivor's trim reached it: it may or may not be "
+			 "delivered", g->my_id, g->vcfg.epoch);
+	}
+	if (g->cb.send_failed)
+		g->cb.send_failed(g->ctx, d, u->known || u->again ? -ENOTCONN
+							: -ECONNABORTED, why);
+	alloc_complete(g->a, d);
+}
+
+static void unsent_large(struct unsent *u, uint64_t msg_id, uint64_t round)
+{
+	struct buf_desc d;
+
+	if (group_own_take(u->g, msg_id, &d))
+		unsent_one(u, &d, round);
+}
+
+static void unsent_take(void *arg, const void *payload, uint32_t len,
+			void *cookie, uint8_t kind, uint64_t round)
+{
+	struct unsent *u = arg;
+	struct buf_desc d = { (void *)payload, len };
+	struct group_announce a;
+
+	(void)cookie;
+	if (kind != GROUP_KIND_ANNOUNCE) {
+		unsent_one(u, &d, round);
+		return;
+	}
+	memcpy(&a, payload, sizeof(a));
+	unsent_large(u, le64toh(a.msg_id), round);
+	alloc_complete(u->g->a, &d);
+}
+
+void group_report_unsent(struct group *g, bool known, uint64_t trim_me)
+{
+	struct unsent u = { .g = g, .known = known, .trim_me = trim_me };
+	struct group_resend *rs;
+
+	/* In order: past the SMC order and waiting behind a large message
+	 * (their payloads taken from the core, which gives back the rest),
+	 * then the SMC order itself, then what an earlier view could not
+	 * send again (sent in no view: not delivered). */
+	for (struct group_item *it = g->q_head; it; it = it->next) {
+		if (it->x && it->x->sender == g->me) {
+			unsent_large(&u, it->x->msg_id, it->x->round);
+		} else if (!it->x && it->m.sender == g->me) {
+			smc_core_take_payload(g->core, &it->m);
+			unsent_one(&u, &(struct buf_desc){ (void *)it->m.data,
+							   it->m.len },
+				   it->m.index);
+		}
+	}
+	if (g->core)
+		smc_core_take_own(g->core, unsent_take, &u);
+	u.known = true;
+	u.again = true;
+	u.trim_me = 0;
+	while ((rs = g->resend_head ? g->resend_head : g->resend_later)) {
+		if (rs == g->resend_head)
+			g->resend_head = rs->next;
+		else
+			g->resend_later = rs->next;
+		if (rs->large)
+			unsent_large(&u, rs->msg_id, 0);
+		else
+			unsent_one(&u, &rs->d, 0);
+		free(rs);
+	}
+	g->resend_tail = &g->resend_head;
+	atomic_store(&g->st_unsent_lost, u.lost);
+	atomic_store(&g->st_unsent_unknown, u.unknown);
 }

@@ -167,6 +167,32 @@ static void read_rows(struct group *g, bool arrays)
 	}
 }
 
+/* The group stopped: once a survivor's last word (its trim, which
+ * removes this member) has come, or after twice the suspicion timeout
+ * without one, tell the application which of its sends are lost. */
+static void unsent_pass(struct group *g)
+{
+	uint64_t now = group_now_ms();
+
+	if (atomic_load(&g->unsent_done))
+		return;
+	if (!g->unsent_since)
+		g->unsent_since = now;
+	for (uint32_t j = 0; j < g->n; j++) {
+		uint64_t tm = row(g, j, COL_TMASK);
+
+		if (j == g->me || !tm || !((tm - 1) >> g->me & 1))
+			continue;
+		group_report_unsent(g, true, row_elem(g, j, COL_TRIM, g->me));
+		atomic_store(&g->unsent_done, true);
+		return;
+	}
+	if (now - g->unsent_since < 2ull * g->cfg.sst_suspect_timeout_ms)
+		return;
+	group_report_unsent(g, false, 0);
+	atomic_store(&g->unsent_done, true);
+}
+
 /* Drive the view-change core (vcore.c) from the SST: its inputs from the
  * rows, its actions onto the row, the core, the delivery and the view
  * thread. Progress thread. */
@@ -189,8 +215,10 @@ bool group_view_pass(struct group *g, bool *work)
 	};
 	struct vc_out out;
 
-	if (atomic_load(&g->failed))
+	if (atomic_load(&g->failed)) {
+		unsent_pass(g);
 		return true;
+	}
 	if (atomic_load(&g->quiet))
 		return false;
 	for (uint32_t j = 0; j < g->n; j++)
@@ -250,6 +278,13 @@ bool group_view_pass(struct group *g, bool *work)
 	}
 	if (fresh)
 		sst_push_cols(g->t, ch, ctm - ch + 1);
+	/* A last word to the members the trim removes: one only cut off
+	 * (stopped, or on the other side) learns from it which of its
+	 * messages the survivors deliver. */
+	if (out.acts & VC_ACT_ADOPT)
+		for (uint32_t j = 0; j < g->n; j++)
+			if (j != g->me && g->vc.tmask >> j & 1)
+				sst_push_cols_to(g->t, j, ch, ctm - ch + 1);
 	/* What landing the install waits for. */
 	if (out.acts & VC_ACT_ADOPT) {
 		sst_fence(g->t, g->vc_fence);

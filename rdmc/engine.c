@@ -84,6 +84,9 @@ struct xfer {
 	unsigned inflight;
 	bool started;           /* sender: every receiver answered OK */
 	bool member_done;       /* receiver: received callback ran */
+	bool refused;           /* receiver (pending): it could not take the
+				   message and said so; the sender's ABORT
+				   ends it with a received callback */
 	unsigned nanswered, ndone;
 	int fail;               /* first failure reported by a receiver */
 	unsigned fail_member;
@@ -123,6 +126,13 @@ struct rdmc_engine {
 	unsigned nrecv_peers;
 	struct buf_desc recv_bufs[GROUP_CONFIG_MAX_MEMBERS];
 	unsigned ctl_pending;    /* control sends not yet completed */
+	/* Control messages that could not be posted yet (the send queue was
+	 * full, or no buffer for them): sent in order by
+	 * rdmc_engine_progress before any newer one. */
+	struct outbox { struct outbox *next; uint32_t peer;
+			struct rdmc_ctl c; } *out_head, **out_tail;
+	int broken;             /* a control message was lost: the engine
+				   cannot go on (rdmc_engine_progress) */
 	/* Control messages for a group this member has not created yet (a
 	 * peer created it first): replayed by rdmc_group_create. */
 	struct early { uint32_t peer; struct rdmc_ctl c; } early[EARLY_MAX];
@@ -208,7 +218,9 @@ static void note(struct rdmc_engine *e, int code, const struct squall_error *err
 
 /* ---- control messages ---------------------------------------------------- */
 
-static int ctl_send(struct rdmc_engine *e, uint32_t peer,
+/* Post one control message: 0, -ENOMEM / -EAGAIN when there is no room
+ * now (no buffer, or a full send queue: retry), or the post's error. */
+static int ctl_post(struct rdmc_engine *e, uint32_t peer,
 		    const struct rdmc_ctl *c)
 {
 	size_t sz = RDMC_CTL_MAX;
@@ -219,8 +231,7 @@ static int ctl_send(struct rdmc_engine *e, uint32_t peer,
 
 	ret = alloc_lease(e->a, 1, &sz, &d);
 	if (ret)
-		return squall_error_set(&e->last, ret,
-			"rdmc: no buffer for a control message to member %u", peer);
+		return ret;
 	len = rdmc_ctl_encode(d.ptr, RDMC_CTL_MAX, c);
 	assert(len > 0);
 	sg = (struct rdma_sq_sge){ d.ptr, (uint32_t)len };
@@ -228,11 +239,43 @@ static int ctl_send(struct rdmc_engine *e, uint32_t peer,
 			   RDMA_SQ_SIGNALED, &err);
 	if (ret) {
 		alloc_release(e->a, &d);
-		note(e, ret, &err);
+		if (ret != -ENOMEM && ret != -EAGAIN)
+			note(e, ret, &err);
 		return ret;
 	}
 	e->st.ctl_sent++;
 	e->ctl_pending++;
+	return 0;
+}
+
+/* Send a control message now, or keep it for rdmc_engine_progress: one
+ * that cannot be posted yet is never dropped (a lost READY or DONE would
+ * stall its transfer for ever), and none overtakes it. */
+static int ctl_send(struct rdmc_engine *e, uint32_t peer,
+		    const struct rdmc_ctl *c)
+{
+	struct outbox *o;
+	int ret = -EAGAIN;
+
+	if (!e->out_head) {
+		ret = ctl_post(e, peer, c);
+		if (ret != -ENOMEM && ret != -EAGAIN)
+			return ret;
+	}
+	o = malloc(sizeof(*o));
+	if (!o) {
+		e->broken = -ENOMEM;
+		return squall_error_set(&e->last, -ENOMEM, "rdmc: out of memory "
+			"keeping a control message to member %u", peer);
+	}
+	o->next = NULL;
+	o->peer = peer;
+	o->c = *c;
+	if (!e->out_head)
+		e->out_tail = &e->out_head;
+	*e->out_tail = o;
+	e->out_tail = &o->next;
+	e->st.ctl_deferred++;
 	return 0;
 }
 
@@ -551,10 +594,23 @@ static void on_done(struct rdmc_engine *e, struct rdmc_group *g, unsigned from,
 		if (x->role == ROLE_SEND)
 			return;
 		if (x->role == ROLE_PENDING) {
+			bool refused = x->refused;
+			uint32_t sender = member_id(g, from);
+
 			/* Other receivers' READYs may still be on their
 			 * way: they must not open a slot nothing closes. */
 			remember_abort(e, g, c->msg_id);
 			close_slot(x);
+			/* This member refused it: now every member knows
+			 * it is delivered nowhere. */
+			if (refused) {
+				snprintf(why, sizeof(why), "member %u cancelled "
+					 "message %" PRIu64 ": %s", sender,
+					 c->msg_id, strerror(-c->status));
+				g->cb.received(g->cb.arg, g, c->msg_id, sender,
+					       NULL, c->status < 0 ? c->status
+							       : -ECANCELED, why);
+			}
 			return;
 		}
 		snprintf(why, sizeof(why), "member %u cancelled message %" PRIu64 ": %s",
@@ -857,7 +913,9 @@ int rdmc_expect(struct rdmc_group *g, uint64_t msg_id, uint32_t sender,
 	x->size = size;
 	ret = alloc_lease(e->a, 1, &sz, &x->buf);
 	if (ret) {
-		/* Tell the sender; the slot stays pending until its ABORT. */
+		/* Tell the sender; the slot stays pending until its ABORT,
+		 * which the received callback reports. */
+		x->refused = true;
 		send_ready(e, x, slot, sender, ret);
 		return squall_error_set(err, ret, "rdmc_expect: could not lease a %"
 					PRIu64 "-byte buffer for message %" PRIu64,
@@ -870,6 +928,7 @@ int rdmc_expect(struct rdmc_group *g, uint64_t msg_id, uint32_t sender,
 	x->have = ret ? NULL : calloc(x->plan.k, 1);
 	if (ret || !x->have) {
 		ret = ret ? ret : -ENOMEM;
+		x->refused = true;
 		send_ready(e, x, slot, sender, ret);
 		alloc_release(e->a, &x->buf);
 		x->leased = false;
@@ -971,6 +1030,12 @@ void rdmc_engine_destroy(struct rdmc_engine *e)
 		rdmc_plan_free(&e->x[i].plan);
 		free(e->x[i].have);
 		free(e->x[i].m);
+	}
+	while (e->out_head) {
+		struct outbox *o = e->out_head;
+
+		e->out_head = o->next;
+		free(o);
 	}
 	/* Receive buffers stay leased: the queue pairs may still hold them
 	 * until the node is destroyed, and the region goes with the
@@ -1078,8 +1143,41 @@ void rdmc_engine_stats(const struct rdmc_engine *e, struct rdmc_stats *st)
 	*st = e->st;
 }
 
+int rdmc_engine_progress(struct rdmc_engine *e, bool *work)
+{
+	while (e->out_head) {
+		struct outbox *o = e->out_head;
+		int ret = ctl_post(e, o->peer, &o->c);
+
+		if (ret == -ENOMEM || ret == -EAGAIN)
+			break;
+		/* Sent, or its connection failed (that peer is suspected,
+		 * and its transfers end with it). */
+		e->out_head = o->next;
+		free(o);
+		*work = true;
+	}
+	/* Block writes a full send queue put off with nothing of theirs in
+	 * flight (no completion of theirs would pump them). */
+	for (unsigned i = 0; i < RDMC_IMM_SLOTS; i++) {
+		struct xfer *x = &e->x[i];
+
+		if ((x->role == ROLE_SEND || x->role == ROLE_RECV) &&
+		    !x->inflight && x->cursor < x->plan.nsends) {
+			unsigned cursor = x->cursor;
+
+			pump(e, x);
+			if (x->cursor != cursor)
+				*work = true;
+		}
+	}
+	return e->broken;
+}
+
 bool rdmc_engine_idle(const struct rdmc_engine *e)
 {
+	if (e->out_head)
+		return false;
 	if (e->ctl_pending)
 		return false;
 	for (unsigned i = 0; i < RDMC_IMM_SLOTS; i++)

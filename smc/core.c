@@ -43,6 +43,11 @@ struct smc_core {
 	uint8_t *own_rel;	   /* [window] own records released locally */
 	uint64_t own_released;	   /* prefix of them */
 	uint64_t sends_since_pass; /* real sends since the last progress pass */
+	/* A run posted to some members, not yet to the rest (a send queue
+	 * was full): posted to pend_next and after first, before any other. */
+	struct smc_write pend;
+	uint32_t pend_next;
+	bool pend_on;
 
 	/* Receiving side. */
 	struct smc_ring_rx *rx;	   /* [n], rx[me] unused */
@@ -203,18 +208,31 @@ static int post_pending(struct smc_core *c)
 
 	if (c->error)
 		return c->error;
-	while (c->tx.posted_rec < c->tx.next_rec) {
-		for (uint32_t j = 0; j < n; j++)
-			if (j != c->p.me && c->inflight[j] >= c->p.max_inflight)
-				return 0;
-		if (!smc_ring_tx_plan(&c->tx, c->p.max_sge, &w))
-			break;
-		for (uint32_t j = 0; j < n; j++) {
+	while (c->pend_on || c->tx.posted_rec < c->tx.next_rec) {
+		if (!c->pend_on) {
+			for (uint32_t j = 0; j < n; j++)
+				if (j != c->p.me &&
+				    c->inflight[j] >= c->p.max_inflight)
+					return 0;
+			if (!smc_ring_tx_plan(&c->tx, c->p.max_sge, &w))
+				break;
+			c->pend = w;
+			c->pend_next = 0;
+			c->pend_on = true;
+		}
+		for (uint32_t j = c->pend_next; j < n; j++) {
 			int r;
 
 			if (j == c->p.me)
 				continue;
-			r = c->ops.post_write(c->ctx, j, &w);
+			r = c->ops.post_write(c->ctx, j, &c->pend);
+			if (r == -ENOMEM || r == -EAGAIN) {
+				/* No room in that send queue now: the rest
+				 * of the run goes out on a later call. */
+				c->pend_next = j;
+				c->st.posts_deferred++;
+				return 0;
+			}
 			if (r) {
 				c->error = r;
 				pthread_cond_broadcast(&c->space);
@@ -222,8 +240,9 @@ static int post_pending(struct smc_core *c)
 			}
 			c->inflight[j]++;
 			c->st.writes++;
-			c->st.records_written += w.nrec;
+			c->st.records_written += c->pend.nrec;
 		}
+		c->pend_on = false;
 	}
 	/* With no other member nothing is in flight: done at once. */
 	if (n == 1)

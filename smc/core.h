@@ -33,9 +33,12 @@ struct smc_core_ops {
 	 * network order on the wire) to member dest, at w->remote_off inside
 	 * dest's ring for this member's messages. Entries of kind
 	 * SMC_SGE_HDR lie in the header area, SMC_SGE_PAYLOAD in payloads
-	 * given to smc_core_send(). Return 0 or a negative errno. Writes to
-	 * one member complete in the order they were posted; report each
-	 * with smc_core_on_write_done(). */
+	 * given to smc_core_send(). Return 0 or a negative errno: -ENOMEM or
+	 * -EAGAIN say the send queue to dest has no room now, and the core
+	 * posts the same run to dest (and the members after it) again on a
+	 * later send or progress pass; any other error is sticky (the member
+	 * failed). Writes to one member complete in the order they were
+	 * posted; report each with smc_core_on_write_done(). */
 	int (*post_write)(void *ctx, uint32_t dest, const struct smc_write *w);
 	/* The payload sent with `cookie` (at payload, len bytes) is no
 	 * longer read by SMC: every write from it completed and this member

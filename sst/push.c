@@ -272,6 +272,38 @@ int sst_push_cols(struct sst *t, uint32_t first, uint32_t n)
 	return 0;
 }
 
+int sst_push_cols_to(struct sst *t, uint32_t rank, uint32_t first,
+		     uint32_t n)
+{
+	uint32_t slo, shi;
+	struct sst_peer *p;
+	int rc = col_segs(t, first, n, &slo, &shi);
+	bool was;
+
+	if (rc || rank >= t->n || rank == t->me)
+		return -EINVAL;
+	p = &t->peers[rank];
+	pthread_mutex_lock(&t->push_lock);
+	if (p->post_failed) {
+		pthread_mutex_unlock(&t->push_lock);
+		return -ENOTCONN;
+	}
+	if (p->inflight >= t->opt.max_inflight) {
+		pthread_mutex_unlock(&t->push_lock);
+		return -EAGAIN;
+	}
+	/* One write past the stop: flush_peer skips failed peers. */
+	was = p->failed;
+	p->failed = false;
+	merge(p, slo, shi, true);
+	rc = flush_peer(t, rank, true) ? 0 : -ENOTCONN;
+	if (was)
+		p->failed = true;
+	p->slo = p->shi = 0;
+	pthread_mutex_unlock(&t->push_lock);
+	return rc;
+}
+
 int sst_mark_cols(struct sst *t, uint32_t first, uint32_t n)
 {
 	uint32_t slo, shi;

@@ -209,6 +209,11 @@ int alloc_release_n(struct alloc *a, size_t n, const struct buf_desc *d);
  * -EBUSY (already submitted), -EALREADY (free), -EPERM or -EINVAL. */
 int alloc_submit(struct alloc *a, const struct buf_desc *d);
 
+/* Transport: the send d was submitted to was never posted (no room in
+ * the send queue): it is the application's lease again. Returns 0 or
+ * -EINVAL (not a submitted lease). */
+int alloc_unsubmit(struct alloc *a, const struct buf_desc *d);
+
 /* Transport: finished with the submitted buffer d; it returns to the free
  * pool. Returns 0, -EALREADY (free), -EPERM, or -EINVAL (not a lease, or
  * a lease that was never submitted). */

@@ -101,8 +101,18 @@ struct group_callbacks {
 	 * so; group_status() then returns the same. May be NULL. */
 	void (*failure)(void *ctx, uint32_t member, const char *why);
 	/* An ordered send this member made failed after
-	 * group_ordered_send() returned (a receiver could not lease the
-	 * buffer of a large message; no member delivers it). May be NULL. */
+	 * group_ordered_send() returned; d is its buffer (valid during the
+	 * call only; the group gives it back after). code -ENOMEM,
+	 * -EMSGSIZE...: a receiver could not lease the buffer of a large
+	 * message; no member delivers it. code -ENOTCONN: the group stopped
+	 * (this member was removed, or lost the majority) and the others do
+	 * not deliver it: what a survivor's trim says, or a message that
+	 * was waiting to be sent again. code -ECONNABORTED: the group
+	 * stopped and no survivor's trim reached this member, so it may or
+	 * may not be delivered. After a stop these come, in send order, for
+	 * every own message not delivered here, once a survivor's trim
+	 * arrives or twice sst.suspect_timeout_ms after the stop (and before
+	 * group_close() returns). May be NULL. */
 	void (*send_failed)(void *ctx, const struct buf_desc *d, int code,
 			    const char *why);
 	/* State transfer to a member that joins (group_join): on the member
@@ -190,9 +200,11 @@ size_t group_p2p_max(const struct group *g);
 
 /* Send the leased buffer d to member `member` alone (not ordered with
  * anything else). The group owns the buffer until the send completes,
- * then returns it to the allocator. Returns 0, -EMSGSIZE (d->len >
- * group_p2p_max()), -ENOENT (no such member, or this member), -EINVAL,
- * -ENOTCONN. */
+ * then returns it to the allocator. Never waits. Returns 0, -EMSGSIZE
+ * (d->len > group_p2p_max()), -ENOENT (no such member, or this member),
+ * -EINVAL, -ENOTCONN, or -EAGAIN: 64 point-to-point messages to that
+ * member are still in flight, or its send queue is full (the buffer is
+ * still the caller's: send it again later). */
 int group_p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
 		   struct squall_error *err);
 
@@ -256,6 +268,10 @@ struct group_stats {
 				      because they were past the trim */
 	uint64_t last_view_change_ms; /* the last view change, from wedge
 				      to installed view */
+	uint64_t sends_lost;       /* the group stopped: own ordered sends
+				      the others do not deliver */
+	uint64_t sends_unknown;    /* ... and those it cannot tell (both
+				      told through send_failed) */
 };
 void group_stats(struct group *g, struct group_stats *st);
 

@@ -165,6 +165,7 @@ struct rdmc_stats {
 	uint64_t transfers_received;/* transfers this member holds whole */
 	uint64_t transfers_failed;  /* sends or receives that failed */
 	uint64_t ctl_sent;          /* READY and DONE messages */
+	uint64_t ctl_deferred;      /* of which waited for room to be posted */
 	uint64_t ctl_received;
 	uint64_t strays;            /* messages or immediates matching nothing */
 };
@@ -242,7 +243,9 @@ int rdmc_send_submitted(struct rdmc_group *g, uint64_t msg_id,
 /* Receive message msg_id of size bytes from member sender: lease the
  * buffer and tell the writers where it is. Returns 0 (the received
  * callback follows), -ENOMEM when no buffer could be leased (the sender is
- * told, and its send fails), -EINVAL, -E2BIG, -EEXIST or -EBUSY. */
+ * told, and its send fails everywhere: the received callback with an
+ * error follows here too, when the sender's cancellation arrives),
+ * -EINVAL, -E2BIG, -EEXIST or -EBUSY. */
 int rdmc_expect(struct rdmc_group *g, uint64_t msg_id, uint32_t sender,
 		uint64_t size, struct squall_error *err);
 
@@ -269,6 +272,14 @@ int rdmc_engine_on_imm(struct rdmc_engine *e, uint32_t peer, uint32_t imm);
 
 /* The engine's counters. */
 void rdmc_engine_stats(const struct rdmc_engine *e, struct rdmc_stats *st);
+
+/* Work the engine cannot do from completions alone, once per progress
+ * pass: control messages kept because they could not be posted (a full
+ * send queue, no buffer), and block writes a full send queue put off.
+ * Sets *work when something moved. Returns 0, or a negative errno once
+ * the engine lost a control message (out of memory keeping it): its
+ * transfers cannot complete, and the caller must stop. */
+int rdmc_engine_progress(struct rdmc_engine *e, bool *work);
 
 /* True when no transfer is open (not even one announced by a peer's READY)
  * and every control message the engine sent has completed: the member may

@@ -56,6 +56,7 @@ struct smc_stats {
 	uint64_t null_rounds;	   /* rounds those records covered */
 	uint64_t writes;	   /* RDMA writes posted (one per receiver) */
 	uint64_t records_written;  /* records those writes carried */
+	uint64_t posts_deferred;   /* writes put off: a send queue was full */
 	uint64_t delivered;	   /* messages delivered (upcalls) */
 	uint64_t delivery_batches; /* progress passes that delivered */
 	uint64_t kept;		   /* slots the upcall kept */

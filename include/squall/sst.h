@@ -314,6 +314,16 @@ int sst_set_bytes(struct sst *t, uint32_t col, const void *src, size_t len);
 int sst_push(struct sst *t);
 int sst_push_cols(struct sst *t, uint32_t first, uint32_t n);
 
+/* A last word: push the segments holding columns [first, first + n)
+ * once to member rank although it is suspected. A suspected member may
+ * still be alive (stopped for a while, cut off on one side): while its
+ * connection holds, the write lands in its table without its CPU, and it
+ * reads it when it runs again. Any thread. Returns 0, -EAGAIN when that
+ * peer's pipeline is full, -ENOTCONN when its connection failed, -EINVAL
+ * for a bad range or rank. */
+int sst_push_cols_to(struct sst *t, uint32_t rank, uint32_t first,
+		     uint32_t n);
+
 /* Landing marks: sst_fence fills fence[rank] with how many writes to
  * each peer carry everything pushed so far (those posted, plus one for a
  * range still pending); sst_fenced tells whether that many have completed

@@ -6,7 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "group/agree.h"
 #include "group/vcore.h"
+#include "smc/order.h"
 #include "tests/sim/vc_sim.h"
 #include "tests/vsync/check.h"
 #include "tests/vsync/history.h"
@@ -14,14 +16,19 @@
 #define SIM_MAX 7
 #define LINK_DEPTH 8      /* pushes in flight per link; more merge */
 #define TORN_PCT 15       /* a segment of a push that lands torn */
+#define ROUND_MAX 1024    /* rounds one sender sends at most */
+#define NULL_ROUND UINT16_MAX /* struct vc_sim.mseq of a null round */
+#define SCHED_MAX 24      /* closes, joins and faults of one schedule */
 
 /* The segments of a row, as group.c declares them (plus the header). */
-enum seg { SEG_HDR, SEG_RECV, SEG_CLOSE, SEG_VC, SEG_JOIN, NSEG };
+enum seg { SEG_HDR, SEG_RECV, SEG_DONE, SEG_CLOSE, SEG_VC, SEG_JOIN, NSEG };
 
 struct row {
 	uint64_t susp;                 /* SEG_HDR */
 	uint64_t recv[SIM_MAX];        /* SEG_RECV */
-	uint64_t closing;              /* SEG_CLOSE */
+	uint64_t done[SIM_MAX];        /* SEG_DONE: messages delivered, per
+					  sender */
+	uint64_t sent, closing;        /* SEG_CLOSE */
 	uint64_t have[SIM_MAX], ack;   /* SEG_VC */
 	uint64_t trim[SIM_MAX], tadd, tmask;
 	uint64_t join;                 /* SEG_JOIN */
@@ -40,7 +47,13 @@ struct link {
 
 struct member {
 	bool crashed, stopped, installed;
+	bool departed;                 /* group_close returned: it left alone
+					  or flushed with the others */
 	bool wedged;
+	uint64_t close;                /* 0, 1 closing, 2 flushed or
+					  VC_CLOSE_LEFT (as group.c) */
+	uint64_t leave_since;          /* the event (+ 1) since which
+					  ag_own_flushed holds, or 0 */
 	struct vc_state st;
 	struct row row;                /* what it publishes */
 	uint64_t pushes;
@@ -55,6 +68,7 @@ struct member {
 	uint64_t suspected;
 	uint64_t have[SIM_MAX];        /* rounds held per sender */
 	uint64_t cap[SIM_MAX];         /* rounds that will still arrive */
+	uint64_t done[SIM_MAX];        /* messages delivered per sender */
 	uint64_t next_pos;             /* next round-robin position */
 	uint64_t ndelivered;
 	uint64_t normal_end;           /* positions delivered normally */
@@ -71,15 +85,21 @@ struct vc_sim {
 	uint64_t rng, now, events;
 	struct member m[SIM_MAX];
 	struct link l[SIM_MAX][SIM_MAX];   /* [from][to] */
-	uint64_t sent[SIM_MAX];
+	uint64_t sent[SIM_MAX];            /* rounds sent: messages and nulls */
+	uint64_t msgs[SIM_MAX];            /* messages sent */
+	uint16_t mseq[SIM_MAX][ROUND_MAX]; /* per round: its message number,
+					      or NULL_ROUND */
 	struct detect det[SIM_MAX * SIM_MAX * 2];
 	uint32_t ndet;
 	struct vs_history h;
-	struct vc_sim_result *res;         /* while judging */
 	uint32_t violations;
 	char first[768];
-	uint32_t crashes, partitions;
+	uint32_t crashes, partitions, closes, njoins;
+	uint64_t joins;                    /* .cfg index bits asked to join */
+	uint64_t grace;                    /* events ag_own_flushed must hold
+					      before a closer leaves alone */
 	uint32_t faults_left;              /* crashes still allowed */
+	uint32_t closes_left;              /* closes buggify may still start */
 };
 
 static uint64_t rnd(struct vc_sim *s)
@@ -134,7 +154,7 @@ static void violation(struct vc_sim *s, const char *fmt, ...)
 
 static bool running(const struct member *m)
 {
-	return !m->crashed && !m->stopped && !m->installed;
+	return !m->crashed && !m->stopped && !m->installed && !m->departed;
 }
 
 static uint64_t all_bits(const struct vc_sim *s)
@@ -142,11 +162,22 @@ static uint64_t all_bits(const struct vc_sim *s)
 	return (1ull << s->n) - 1;
 }
 
-static uint64_t msg_hash(uint32_t sender, uint64_t round)
+static uint64_t msg_hash(uint32_t sender, uint64_t mseq)
 {
-	uint64_t k[2] = { sender, round };
+	uint64_t k[2] = { sender, mseq };
 
 	return vs_hash(k, sizeof(k));
+}
+
+static const char *close_name(uint64_t close)
+{
+	switch (close) {
+	case 0: return "not closing";
+	case 1: return "closing";
+	case 2: return "flushed";
+	case VC_CLOSE_LEFT: return "leaving alone";
+	default: return "?";
+	}
 }
 
 /* ---- the SST ----------------------------------------------------------- */
@@ -190,7 +221,11 @@ static void take_seg(struct member *k, uint32_t i, const struct push *p,
 	case SEG_RECV:
 		memcpy(d->recv, p->r.recv, sizeof(d->recv));
 		break;
+	case SEG_DONE:
+		memcpy(d->done, p->r.done, sizeof(d->done));
+		break;
 	case SEG_CLOSE:
+		d->sent = p->r.sent;
 		d->closing = p->r.closing;
 		break;
 	case SEG_VC:
@@ -279,9 +314,9 @@ void vc_sim_detect(struct vc_sim *s, uint32_t j, uint32_t c)
 	trace(s, "member %u suspects %u", j, c);
 }
 
-/* Member c's links go down (crash, partition side, or its old view
- * dropped at install): what is in flight may be lost, and the data it
- * sent reaches some members and not others. */
+/* Member c's links go down (crash, partition side, its old view dropped
+ * at install, or its group closed): what is in flight may be lost, and
+ * the data it sent reaches some members and not others. */
 static void cut_off(struct vc_sim *s, uint32_t c, uint64_t peers)
 {
 	for (uint32_t k = 0; k < s->n; k++) {
@@ -301,7 +336,8 @@ void vc_sim_crash(struct vc_sim *s, uint32_t j)
 {
 	struct member *m = &s->m[j];
 
-	if (m->crashed)
+	/* One that installed, closed or stopped is out of this view. */
+	if (!running(m))
 		return;
 	m->crashed = true;
 	s->crashes++;
@@ -330,215 +366,47 @@ static void partition(struct vc_sim *s)
 		}
 }
 
-/* ---- a member's pass ---------------------------------------------------- */
-
-static void deliver(struct vc_sim *s, uint32_t j, uint64_t pos)
-{
-	struct member *m = &s->m[j];
-	uint32_t snd = (uint32_t)(pos % s->n);
-	uint64_t r = pos / s->n;
-
-	if (m->have[snd] <= r)
-		violation(s, "member %u delivers round %" PRIu64 " of member "
-			  "%u, which it does not hold (it holds %" PRIu64 ")",
-			  j, r, snd, m->have[snd]);
-	vs_add_deliver(&s->h, j, 0, m->ndelivered++, snd, r, 16,
-		       msg_hash(snd, r));
-}
-
-static void deliver_trim(struct vc_sim *s, uint32_t j)
-{
-	struct member *m = &s->m[j];
-	uint64_t end = vc_trim_end(m->st.trim, s->n);
-
-	/* What it delivered before the wedge must be inside the trim. */
-	for (uint64_t p = 0; p < m->normal_end; p++)
-		if (p / s->n >= m->st.trim[p % s->n])
-			violation(s, "member %u delivered round %" PRIu64 " of "
-				  "member %u before the wedge; the trim it "
-				  "adopted ends that sender at %" PRIu64, j,
-				  p / s->n, (uint32_t)(p % s->n),
-				  m->st.trim[p % s->n]);
-	for (uint64_t p = m->next_pos; p < end; p++)
-		if (p / s->n < m->st.trim[p % s->n])
-			deliver(s, j, p);
-	if (end > m->next_pos)
-		m->next_pos = end;
-	trace(s, "member %u delivers the trim (end %" PRIu64 ")", j, end);
-}
-
-static void install(struct vc_sim *s, uint32_t j)
-{
-	struct member *m = &s->m[j];
-	uint32_t ids[SIM_MAX], k = 0;
-
-	for (uint32_t i = 0; i < s->n; i++)
-		if (!(m->st.tmask >> i & 1))
-			ids[k++] = i;
-	m->installed = true;
-	vs_add_view(&s->h, j, 1, ids, k, m->ndelivered);
-	vs_add_end(&s->h, j, VS_END_CLOSED);
-	trace(s, "member %u installs view 1 (mask %" PRIx64 ")", j,
-	      m->st.tmask);
-	/* Its old connections close: the others see errors on them. */
-	cut_off(s, j, all_bits(s));
-}
-
-static void normal_delivery(struct vc_sim *s, uint32_t j)
-{
-	struct member *m = &s->m[j];
-
-	for (;;) {
-		uint64_t p = m->next_pos, r = p / s->n;
-		uint32_t snd = (uint32_t)(p % s->n);
-
-		for (uint32_t k = 0; k < s->n; k++) {
-			uint64_t got = k == j ? m->have[snd] :
-				m->seen[k].recv[snd];
-
-			if (got <= r)
-				return;
-		}
-		deliver(s, j, p);
-		m->next_pos++;
-		m->normal_end = m->next_pos;
-	}
-}
-
-/* A member that stops says so in its row (it suspects itself, as the
- * group does through sst_leave), so that the others count it gone. */
-static void stop(struct vc_sim *s, uint32_t j)
-{
-	struct member *m = &s->m[j];
-
-	m->stopped = true;
-	m->row.susp |= 1ull << j;
-	push_row(s, j);
-	trace(s, "member %u says it is out (push #%" PRIu64 ")", j, m->pushes);
-	vs_add_end(&s->h, j, VS_END_STOPPED);
-}
-
-/* Learn the suspicions in believed rows (not from suspected members);
- * one naming this member cuts it off. Returns false when it stops. */
-static bool learn(struct vc_sim *s, uint32_t j)
-{
-	struct member *m = &s->m[j];
-	uint64_t all = 0;
-
-	/* (a member that says it is out says nothing of the others) */
-	for (uint32_t i = 0; i < s->n; i++)
-		if (i != j && !(m->suspected >> i & 1))
-			all |= m->seen[i].susp >> i & 1 ? 1ull << i :
-				m->seen[i].susp;
-	if (all >> j & 1) {
-		stop(s, j);
-		trace(s, "member %u is suspected by a peer: cut off, stops", j);
-		return false;
-	}
-	all &= all_bits(s) & ~m->suspected;
-	for (uint32_t c = 0; c < s->n; c++)
-		if (all >> c & 1)
-			vc_sim_detect(s, j, c);
-	return true;
-}
-
-/* Faults on purpose at the protocol's sharp edges. */
-static bool buggify(struct vc_sim *s, uint32_t j, unsigned acts);
-
-void vc_sim_member_step(struct vc_sim *s, uint32_t j)
-{
-	struct member *m = &s->m[j];
-	struct vc_row rows[SIM_MAX];
-	struct vc_out out;
-	struct vc_in in = {
-		.n = s->n,
-		.me = j,
-		.inview = all_bits(s),
-		.rows = rows,
-		.have = m->have,
-	};
-	bool on;
-
-	if (!running(m))
-		return;
-	relook(s, j);
-	if (!learn(s, j))
-		return;
-	in.suspected = m->suspected;
-	in.landed = true;
-	for (uint32_t k = 0; k < s->n; k++)
-		if (k != j && !(m->suspected >> k & 1) && s->l[j][k].up &&
-		    m->landed[k] < m->pushes)
-			in.landed = false;
-	for (uint32_t i = 0; i < s->n; i++) {
-		const struct row *r = i == j ? &m->row : &m->seen[i];
-
-		memset(&rows[i], 0, sizeof(rows[i]));
-		rows[i].closing = r->closing;
-		rows[i].ack = r->ack;
-		rows[i].join = r->join;
-		rows[i].tmask = r->tmask;
-		rows[i].tadd = r->tadd;
-		memcpy(rows[i].have, r->have, sizeof(r->have));
-		memcpy(rows[i].trim, r->trim, sizeof(r->trim));
-	}
-	on = vc_step(&in, &m->st, &out);
-	if (out.acts & VC_ACT_WEDGE) {
-		m->wedged = true;
-		trace(s, "member %u wedges", j);
-	}
-	if (out.acts & VC_ACT_STOP) {
-		stop(s, j);
-		trace(s, "member %u stops: %u of %u reachable", j, out.alive,
-		      out.base);
-		return;
-	}
-	if (out.acts & VC_ACT_PUBLISH) {
-		if (memcmp(m->row.have, m->have, sizeof(m->have)) ||
-		    m->row.ack != out.ack)
-			m->dirty = true;
-		memcpy(m->row.have, m->have, sizeof(m->have));
-		m->row.ack = out.ack;
-	}
-	if (out.acts & VC_ACT_ADOPT) {
-		memcpy(m->row.trim, m->st.trim, sizeof(m->row.trim));
-		m->row.tadd = m->st.tadd;
-		m->row.tmask = m->st.tmask + 1;
-		m->dirty = true;
-		trace(s, "member %u adopts a trim for mask %" PRIx64, j,
-		      m->st.tmask);
-	}
-	if (s->o.plant_early_delivery ? (out.acts & VC_ACT_ADOPT) != 0 :
-	    (out.acts & VC_ACT_DELIVER) != 0)
-		deliver_trim(s, j);
-	if (!on)
-		normal_delivery(s, j);
-	if (memcmp(m->row.recv, m->have, sizeof(m->have))) {
-		memcpy(m->row.recv, m->have, sizeof(m->have));
-		m->dirty = true;
-	}
-	if (m->dirty)
-		push_row(s, j);
-	if (out.acts & VC_ACT_INSTALL) {
-		install(s, j);
-		return;
-	}
-	buggify(s, j, out.acts);
-}
-
 /* ---- data ------------------------------------------------------------ */
+
+/* Sender snd's next round, a message or a null, reaches every member its
+ * link is up to (in order, with delays: arrive()). */
+static void send_round(struct vc_sim *s, uint32_t snd, bool msg)
+{
+	uint64_t r = s->sent[snd];
+
+	s->mseq[snd][r] = msg ? (uint16_t)s->msgs[snd]++ : NULL_ROUND;
+	s->sent[snd] = r + 1;
+	s->m[snd].have[snd] = r + 1;
+	for (uint32_t k = 0; k < s->n; k++)
+		if (k != snd && s->l[snd][k].up)
+			s->m[k].cap[snd] = r + 1;
+}
 
 void vc_sim_send(struct vc_sim *s, uint32_t snd)
 {
 	struct member *m = &s->m[snd];
 
-	if (!running(m) || m->wedged)
+	/* A closing member sends nothing more. */
+	if (!running(m) || m->wedged || m->close || s->sent[snd] >= ROUND_MAX)
 		return;
-	s->sent[snd]++;
-	m->have[snd] = s->sent[snd];
-	for (uint32_t k = 0; k < s->n; k++)
-		if (k != snd && s->l[snd][k].up)
-			s->m[k].cap[snd] = s->sent[snd];
+	send_round(s, snd, true);
+}
+
+/* An idle sender's null rounds, by SMC's rule (smc/order.h): enough that
+ * every round it holds of the others can be delivered. Without them a
+ * member that stopped sending (a closer) would hold back every later
+ * position. */
+static void send_nulls(struct vc_sim *s, uint32_t j)
+{
+	uint64_t k = smc_order_null_rounds(s->m[j].have, s->n, j);
+
+	if (k > ROUND_MAX - s->sent[j])
+		k = ROUND_MAX - s->sent[j];
+	for (uint64_t i = 0; i < k; i++)
+		send_round(s, j, false);
+	if (k)
+		trace(s, "member %u sends %" PRIu64 " null round%s", j, k,
+		      k == 1 ? "" : "s");
 }
 
 static bool arrive(struct vc_sim *s, uint32_t snd, uint32_t k)
@@ -569,17 +437,452 @@ bool vc_sim_adopted(const struct vc_sim *s, uint32_t j)
 	return s->m[j].st.adopted;
 }
 
+/* ---- a member's pass ---------------------------------------------------- */
+
+/* Position pos reaches member j's application: a message is delivered
+ * (and counted in its delivered column), a null is passed over. */
+static void deliver(struct vc_sim *s, uint32_t j, uint64_t pos)
+{
+	struct member *m = &s->m[j];
+	uint32_t snd = (uint32_t)(pos % s->n);
+	uint64_t r = pos / s->n, q;
+
+	if (m->have[snd] <= r) {
+		violation(s, "member %u delivers round %" PRIu64 " of member "
+			  "%u, which it does not hold (it holds %" PRIu64 ")",
+			  j, r, snd, m->have[snd]);
+		if (r >= s->sent[snd])
+			return;
+	}
+	if (s->mseq[snd][r] == NULL_ROUND)
+		return;
+	q = s->mseq[snd][r];
+	m->done[snd]++;
+	vs_add_deliver(&s->h, j, 0, m->ndelivered++, snd, q, 16,
+		       msg_hash(snd, q));
+}
+
+static void deliver_trim(struct vc_sim *s, uint32_t j)
+{
+	struct member *m = &s->m[j];
+	uint64_t end = vc_trim_end(m->st.trim, s->n);
+
+	/* What it delivered before the wedge must be inside the trim. */
+	for (uint64_t p = 0; p < m->normal_end; p++)
+		if (p / s->n >= m->st.trim[p % s->n])
+			violation(s, "member %u delivered round %" PRIu64 " of "
+				  "member %u before the wedge; the trim it "
+				  "adopted ends that sender at %" PRIu64, j,
+				  p / s->n, (uint32_t)(p % s->n),
+				  m->st.trim[p % s->n]);
+	for (uint64_t p = m->next_pos; p < end; p++)
+		if (p / s->n < m->st.trim[p % s->n])
+			deliver(s, j, p);
+	if (end > m->next_pos)
+		m->next_pos = end;
+	trace(s, "member %u delivers the trim (end %" PRIu64 ")", j, end);
+}
+
+/* Messages of sender snd among its first `rounds` rounds. */
+static uint64_t msgs_below(const struct vc_sim *s, uint32_t snd,
+			   uint64_t rounds)
+{
+	uint64_t q = 0;
+
+	for (uint64_t r = 0; r < rounds && r < s->sent[snd]; r++)
+		if (s->mseq[snd][r] != NULL_ROUND)
+			q++;
+	return q;
+}
+
+static void install(struct vc_sim *s, uint32_t j)
+{
+	struct member *m = &s->m[j];
+	uint32_t ids[VS_MAX_MEMBERS], k = 0;
+	uint64_t q;
+
+	/* The next view: the trim's survivors and the joiners it adds. */
+	for (uint32_t i = 0; i < VS_MAX_MEMBERS; i++)
+		if (i < s->n ? !(m->st.tmask >> i & 1) : m->st.tadd >> i & 1)
+			ids[k++] = i;
+	/* Its sends: those below its trim were delivered in this view; the
+	 * rest go again in the next one, which the simulation does not run
+	 * (so they are not owed here). */
+	q = msgs_below(s, j, m->st.trim[j]);
+	for (uint64_t i = 0; i < q; i++)
+		vs_add_send(&s->h, j, 0, i);
+	m->installed = true;
+	vs_add_view(&s->h, j, 1, ids, k, m->ndelivered);
+	vs_add_end(&s->h, j, VS_END_CLOSED);
+	trace(s, "member %u installs view 1 (mask %" PRIx64 ", adds %" PRIx64
+	      ")", j, m->st.tmask, m->st.tadd);
+	/* Its old connections close: the others see errors on them. */
+	cut_off(s, j, all_bits(s));
+}
+
+/* group_close returns: the member left alone or flushed with the others
+ * (its history ends when the run is judged, vc_sim_finish). Its
+ * connections close, as at install. */
+static void depart(struct vc_sim *s, uint32_t j, const char *why)
+{
+	struct member *m = &s->m[j];
+
+	m->departed = true;
+	trace(s, "member %u closes (%s, %" PRIu64 " messages sent): %s", j,
+	      m->close == 2 ? "flushed" : "left alone", s->msgs[j], why);
+	cut_off(s, j, all_bits(s));
+}
+
+static void normal_delivery(struct vc_sim *s, uint32_t j)
+{
+	struct member *m = &s->m[j];
+
+	for (;;) {
+		uint64_t p = m->next_pos, r = p / s->n;
+		uint32_t snd = (uint32_t)(p % s->n);
+
+		for (uint32_t k = 0; k < s->n; k++) {
+			uint64_t got = k == j ? m->have[snd] :
+				m->seen[k].recv[snd];
+
+			if (got <= r)
+				return;
+		}
+		deliver(s, j, p);
+		m->next_pos++;
+		m->normal_end = m->next_pos;
+	}
+}
+
+/* Its SMC counters (received, and delivered per sender) into its row,
+ * as group_pass publishes them: only while no view change is under way
+ * (a wedged member's pass stops at the view step). */
+static void publish_counters(struct vc_sim *s, uint32_t j)
+{
+	struct member *m = &s->m[j];
+
+	if (memcmp(m->row.recv, m->have, sizeof(m->have))) {
+		memcpy(m->row.recv, m->have, sizeof(m->have));
+		m->dirty = true;
+	}
+	if (memcmp(m->row.done, m->done, sizeof(m->done))) {
+		memcpy(m->row.done, m->done, sizeof(m->done));
+		m->dirty = true;
+	}
+}
+
+/* A member that stops says so in its row (it suspects itself, as the
+ * group does through sst_leave), so that the others count it gone. */
+static void stop(struct vc_sim *s, uint32_t j)
+{
+	struct member *m = &s->m[j];
+
+	m->stopped = true;
+	m->row.susp |= 1ull << j;
+	push_row(s, j);
+	trace(s, "member %u says it is out (push #%" PRIu64 ")", j, m->pushes);
+	vs_add_end(&s->h, j, VS_END_STOPPED);
+}
+
+/* Learn the suspicions in believed rows (not from suspected members);
+ * one naming this member cuts it off. Returns false when it ends. */
+static bool learn(struct vc_sim *s, uint32_t j)
+{
+	struct member *m = &s->m[j];
+	uint64_t all = 0;
+
+	/* (a member that says it is out says nothing of the others) */
+	for (uint32_t i = 0; i < s->n; i++)
+		if (i != j && !(m->suspected >> i & 1))
+			all |= m->seen[i].susp >> i & 1 ? 1ull << i :
+				m->seen[i].susp;
+	if (all >> j & 1) {
+		/* Past its flush (closing 2 or leaving alone), group_close
+		 * waits on tolerating failures: it returns 0 all the same. */
+		if (m->close >= 2) {
+			depart(s, j, "cut off by a peer while it waits");
+			return false;
+		}
+		stop(s, j);
+		trace(s, "member %u is suspected by a peer: cut off, stops", j);
+		return false;
+	}
+	all &= all_bits(s) & ~m->suspected;
+	for (uint32_t c = 0; c < s->n; c++)
+		if (all >> c & 1)
+			vc_sim_detect(s, j, c);
+	return true;
+}
+
+/* ---- closes and joins ---------------------------------------------------- */
+
+/* The close agreements' inputs (agree.h) as member j reads its rows
+ * (group.c's ag_read): its own row as it publishes it. */
+static void ag_fill(const struct vc_sim *s, uint32_t j, struct ag_row *rows,
+		    struct ag_in *in)
+{
+	const struct member *m = &s->m[j];
+
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct row *r = i == j ? &m->row : &m->seen[i];
+
+		rows[i] = (struct ag_row){
+			.closing = r->closing,
+			.sent = r->sent,
+			.ack = r->ack,
+			.done = r->done,
+			.suspected = i != j && (m->suspected >> i & 1),
+		};
+	}
+	*in = (struct ag_in){
+		.n = s->n,
+		.me = j,
+		.rows = rows,
+		.wedged = m->wedged,
+		.sent = s->msgs[j],
+	};
+}
+
+static void set_close(struct vc_sim *s, uint32_t j, uint64_t close)
+{
+	struct member *m = &s->m[j];
+
+	m->close = close;
+	m->row.closing = close;
+	m->dirty = true;
+}
+
+/* Faults on purpose at the protocol's sharp edges (`closed`: the member
+ * just published a new close state). */
+static bool buggify(struct vc_sim *s, uint32_t j, unsigned acts, bool closed);
+
+/* group_close begins: the member stops sending and publishes closing = 1
+ * with the messages it sent. */
+void vc_sim_close(struct vc_sim *s, uint32_t j)
+{
+	struct member *m = &s->m[j];
+
+	if (!running(m) || m->close)
+		return;
+	s->closes++;
+	set_close(s, j, 1);
+	m->row.sent = s->msgs[j];
+	push_row(s, j);
+	trace(s, "member %u starts closing: closing=1, sent %" PRIu64, j,
+	      s->msgs[j]);
+	buggify(s, j, 0, true);
+}
+
+/* A join request reaches member j: the .cfg index bit of the joiner in
+ * its join column (group_join_poll does that in the group). */
+void vc_sim_join(struct vc_sim *s, uint32_t j, uint32_t index)
+{
+	struct member *m = &s->m[j];
+
+	if (!running(m) || index < s->n || index >= VS_MAX_MEMBERS)
+		return;
+	s->njoins++;
+	s->joins |= 1ull << index;
+	m->row.join |= 1ull << index;
+	push_row(s, j);
+	trace(s, "member %u takes a join request of .cfg index %u", j, index);
+}
+
+/* Leaving alone, as group.c's own_flushed: ag_own_flushed has to hold
+ * for the grace time without a break, so that closers that come a little
+ * later flush together with this one instead. */
+static bool own_flushed(struct vc_sim *s, uint32_t j, const struct ag_in *in)
+{
+	struct member *m = &s->m[j];
+
+	if (!ag_own_flushed(in)) {
+		m->leave_since = 0;
+		return false;
+	}
+	if (!m->leave_since)
+		m->leave_since = s->now + 1;
+	return s->now + 1 - m->leave_since >= s->grace;
+}
+
+/* One turn of group_close's waits, on the rows as member j has them.
+ * Returns true when the wait is over and the member departs. */
+static bool close_turn(struct vc_sim *s, uint32_t j)
+{
+	struct member *m = &s->m[j];
+	struct ag_row rows[SIM_MAX];
+	struct ag_in in;
+
+	ag_fill(s, j, rows, &in);
+	switch (m->close) {
+	case 1:
+		if (ag_flushed(&in)) {
+			m->leave_since = 0;
+			set_close(s, j, 2);
+			trace(s, "member %u: every member is closing and has "
+			      "delivered everything (ag_flushed): closing=2", j);
+		} else if (s->o.plant_leave_early || own_flushed(s, j, &in)) {
+			set_close(s, j, VC_CLOSE_LEFT);
+			trace(s, "member %u leaves alone: closing=%u (%s)", j,
+			      VC_CLOSE_LEFT, s->o.plant_leave_early ?
+			      "planted: without ag_own_flushed" :
+			      "ag_own_flushed held through the grace time");
+		}
+		return false;
+	case 2:
+		return ag_all_flushed(&in);
+	case VC_CLOSE_LEFT:
+		return ag_leave_seen(&in);
+	default:
+		return false;
+	}
+}
+
+/* ---- the step ---------------------------------------------------------- */
+
+/* The view-change pass (group_view_pass): the core's step on the rows as
+ * the member has them, its actions applied to its row and delivery.
+ * Returns whether a view change is under way, with the actions taken in
+ * *acts; a member that stops returns stopped. */
+static bool view_pass(struct vc_sim *s, uint32_t j, unsigned *acts)
+{
+	struct member *m = &s->m[j];
+	struct vc_row rows[SIM_MAX];
+	struct vc_out out;
+	struct vc_in in = {
+		.n = s->n,
+		.me = j,
+		.suspected = m->suspected,
+		.inview = all_bits(s),
+		.closing = m->close != 0,
+		.rows = rows,
+		.have = m->have,
+	};
+	bool on;
+
+	in.landed = true;
+	for (uint32_t k = 0; k < s->n; k++)
+		if (k != j && !(m->suspected >> k & 1) && s->l[j][k].up &&
+		    m->landed[k] < m->pushes)
+			in.landed = false;
+	for (uint32_t i = 0; i < s->n; i++) {
+		const struct row *r = i == j ? &m->row : &m->seen[i];
+
+		memset(&rows[i], 0, sizeof(rows[i]));
+		rows[i].closing = r->closing;
+		rows[i].ack = r->ack;
+		rows[i].join = r->join;
+		rows[i].tmask = r->tmask;
+		rows[i].tadd = r->tadd;
+		memcpy(rows[i].have, r->have, sizeof(r->have));
+		memcpy(rows[i].trim, r->trim, sizeof(r->trim));
+	}
+	on = vc_step(&in, &m->st, &out);
+	*acts = out.acts;
+	if (out.acts & VC_ACT_WEDGE) {
+		m->wedged = true;
+		trace(s, "member %u wedges", j);
+	}
+	if (out.acts & VC_ACT_STOP) {
+		stop(s, j);
+		trace(s, "member %u stops: %u of %u reachable", j, out.alive,
+		      out.base);
+		return true;
+	}
+	if (out.acts & VC_ACT_PUBLISH) {
+		if (memcmp(m->row.have, m->have, sizeof(m->have)) ||
+		    m->row.ack != out.ack)
+			m->dirty = true;
+		memcpy(m->row.have, m->have, sizeof(m->have));
+		m->row.ack = out.ack;
+	}
+	if (out.acts & VC_ACT_ADOPT) {
+		memcpy(m->row.trim, m->st.trim, sizeof(m->row.trim));
+		m->row.tadd = m->st.tadd;
+		m->row.tmask = m->st.tmask + 1;
+		m->dirty = true;
+		trace(s, "member %u adopts a trim for mask %" PRIx64
+		      " (adds %" PRIx64 ")", j, m->st.tmask, m->st.tadd);
+	}
+	if (s->o.plant_early_delivery ? (out.acts & VC_ACT_ADOPT) != 0 :
+	    (out.acts & VC_ACT_DELIVER) != 0)
+		deliver_trim(s, j);
+	return on;
+}
+
+void vc_sim_member_step(struct vc_sim *s, uint32_t j)
+{
+	struct member *m = &s->m[j];
+	uint64_t close0 = m->close;
+	unsigned acts = 0;
+	bool on = false, early, quiet, leave = false;
+
+	if (!running(m))
+		return;
+	relook(s, j);
+	if (!learn(s, j))
+		return;
+	/* group_close runs on a thread of its own: its turn comes before or
+	 * after this pass's view step, and a view step that began before
+	 * the closer went quiet (closing 2 or left) still runs. */
+	quiet = m->close >= 2;
+	early = m->close == 1 && chance(s, 50);
+	if (early)
+		close_turn(s, j);
+	if (!quiet) {
+		on = view_pass(s, j, &acts);
+		if (!running(m))
+			return;
+	}
+	if (!on && !m->wedged) {
+		normal_delivery(s, j);
+		send_nulls(s, j);
+	}
+	if (!on)
+		publish_counters(s, j);
+	if (m->close && !early && !(acts & VC_ACT_INSTALL))
+		leave = close_turn(s, j);
+	if (m->dirty)
+		push_row(s, j);
+	if (acts & VC_ACT_INSTALL) {
+		install(s, j);
+		return;
+	}
+	if (leave) {
+		depart(s, j, m->close == 2 ? "every other member flushed too "
+		       "or is suspected (ag_all_flushed)" : "the others took "
+		       "its leave in (ag_leave_seen)");
+		return;
+	}
+	buggify(s, j, acts, m->close != close0);
+}
+
 /* ---- schedules ---------------------------------------------------------- */
 
-static bool buggify(struct vc_sim *s, uint32_t j, unsigned acts)
+static bool buggify(struct vc_sim *s, uint32_t j, unsigned acts, bool closed)
 {
-	if (!s->faults_left || !(acts & (VC_ACT_ADOPT | VC_ACT_WEDGE |
-				      VC_ACT_DELIVER)) || !chance(s, 8))
+	struct member *m = &s->m[j];
+	bool edge = acts & (VC_ACT_ADOPT | VC_ACT_WEDGE | VC_ACT_DELIVER);
+
+	/* A close in the middle of a view change. */
+	if (s->closes_left && !m->close &&
+	    (acts & (VC_ACT_ADOPT | VC_ACT_WEDGE)) && chance(s, 8)) {
+		s->closes_left--;
+		trace(s, "buggify: member %u closes right after %s", j,
+		      acts & VC_ACT_ADOPT ? "adopting a trim" : "wedging");
+		vc_sim_close(s, j);
+		return true;
+	}
+	if (!s->faults_left || !(edge || closed) || !chance(s, 8))
 		return false;
 	s->faults_left--;
-	trace(s, "buggify: member %u dies right after %s", j,
-	      acts & VC_ACT_DELIVER ? "delivering the trim" :
-	      acts & VC_ACT_ADOPT ? "adopting a trim" : "wedging");
+	if (closed)
+		trace(s, "buggify: member %u dies right after publishing "
+		      "closing=%" PRIu64 " (%s)", j, m->close,
+		      close_name(m->close));
+	else
+		trace(s, "buggify: member %u dies right after %s", j,
+		      acts & VC_ACT_DELIVER ? "delivering the trim" :
+		      acts & VC_ACT_ADOPT ? "adopting a trim" : "wedging");
 	vc_sim_crash(s, j);
 	return true;
 }
@@ -597,7 +900,7 @@ static void fire_detections(struct vc_sim *s)
 }
 
 /* One random event: a member's pass, a push landing, a round arriving,
- * a round sent. */
+ * a message sent. */
 static void random_event(struct vc_sim *s, bool sends)
 {
 	uint64_t pick = below(s, 12);
@@ -658,23 +961,214 @@ void vc_sim_free(struct vc_sim *s)
 	free(s);
 }
 
+/* ---- judging ------------------------------------------------------------ */
+
 static void describe(const struct vc_sim *s, uint32_t j, char *buf, size_t len)
 {
 	const struct member *m = &s->m[j];
 
 	snprintf(buf, len, "member %u: phase %d, adopted %d (mask %" PRIx64
-		 "), suspects %" PRIx64 ", ack %" PRIx64, j, (int)m->st.phase,
-		 m->st.adopted, m->st.tmask, m->suspected, m->row.ack);
+		 "), suspects %" PRIx64 ", ack %" PRIx64 ", %s", j,
+		 (int)m->st.phase, m->st.adopted, m->st.tmask, m->suspected,
+		 m->row.ack, close_name(m->close));
+}
+
+/* Why ag_flushed does not hold, in words. */
+static void why_not_flushed(const struct ag_in *in, char *buf, size_t len)
+{
+	for (uint32_t k = 0; k < in->n; k++)
+		if (in->rows[k].closing < 1) {
+			snprintf(buf, len, "member %u is not closing", k);
+			return;
+		}
+	for (uint32_t k = 0; k < in->n; k++)
+		for (uint32_t j = 0; j < in->n; j++)
+			if (in->rows[j].closing != VC_CLOSE_LEFT &&
+			    in->rows[j].done[k] < in->rows[k].sent) {
+				snprintf(buf, len, "member %u delivered %" PRIu64
+					 " of the %" PRIu64 " messages member "
+					 "%u sent", j, in->rows[j].done[k],
+					 in->rows[k].sent, k);
+				return;
+			}
+	snprintf(buf, len, "it holds");
+}
+
+/* Why ag_own_flushed does not hold, in words. */
+static void why_not_own(const struct ag_in *in, char *buf, size_t len)
+{
+	const struct ag_row *me = &in->rows[in->me];
+
+	if (in->wedged) {
+		snprintf(buf, len, "it is wedged");
+		return;
+	}
+	if (me->sent != in->sent) {
+		snprintf(buf, len, "it published sent %" PRIu64 " of %"
+			 PRIu64, me->sent, in->sent);
+		return;
+	}
+	for (uint32_t j = 0; j < in->n; j++)
+		if (in->rows[j].done[in->me] < me->sent) {
+			snprintf(buf, len, "member %u delivered %" PRIu64
+				 " of its %" PRIu64 " messages", j,
+				 in->rows[j].done[in->me], me->sent);
+			return;
+		}
+	snprintf(buf, len, "every member is closing");
+}
+
+/* A closer that never finished: which agreement it waits in, and why it
+ * does not hold. */
+static void why_waiting(const struct vc_sim *s, uint32_t j, char *buf,
+			size_t len)
+{
+	const struct member *m = &s->m[j];
+	struct ag_row rows[SIM_MAX];
+	struct ag_in in;
+	char a[128], b[128], st[256];
+
+	ag_fill(s, j, rows, &in);
+	describe(s, j, st, sizeof(st));
+	if (m->close == 1) {
+		why_not_flushed(&in, a, sizeof(a));
+		why_not_own(&in, b, sizeof(b));
+		snprintf(buf, len, "member %u waits forever to close: it "
+			 "cannot flush with the others (ag_flushed: %s) nor "
+			 "leave alone (ag_own_flushed: %s); %s", j, a, b, st);
+		return;
+	}
+	for (uint32_t k = 0; k < s->n; k++) {
+		const struct ag_row *r = &rows[k];
+
+		if (k == j || r->suspected)
+			continue;
+		if (m->close == 2 && r->closing < 2) {
+			snprintf(buf, len, "member %u waits forever for the "
+				 "others to flush (ag_all_flushed): member %u "
+				 "shows closing=%" PRIu64 " and is not "
+				 "suspected; %s", j, k, r->closing, st);
+			return;
+		}
+		if (m->close == VC_CLOSE_LEFT && r->closing < 1 &&
+		    !(r->ack && ((r->ack - 1) >> j & 1))) {
+			snprintf(buf, len, "member %u waits forever to leave "
+				 "(ag_leave_seen): member %u is not suspected, "
+				 "not closing and not wedged for a change "
+				 "without it (ack %" PRIx64 "); %s", j, k,
+				 r->ack, st);
+			return;
+		}
+	}
+	snprintf(buf, len, "member %u waits forever (%s)", j, st);
+}
+
+/* Members that flushed together delivered one and the same sequence,
+ * holding every message of each member that closed (flushed too, or left
+ * alone: either way all it sent is delivered everywhere). */
+static void check_flushers(struct vc_sim *s)
+{
+	int ref = -1;
+
+	for (uint32_t j = 0; j < s->n; j++) {
+		const struct vs_member *a, *b;
+		size_t i;
+
+		if (!s->m[j].departed || s->m[j].close != 2)
+			continue;
+		for (uint32_t k = 0; k < s->n; k++)
+			if (s->m[k].departed && s->m[j].done[k] < s->msgs[k])
+				violation(s, "member %u flushed, but delivered "
+					  "only %" PRIu64 " of the %" PRIu64
+					  " messages member %u (%s) sent", j,
+					  s->m[j].done[k], s->msgs[k], k,
+					  close_name(s->m[k].close));
+		if (ref < 0) {
+			ref = (int)j;
+			continue;
+		}
+		a = &s->h.m[ref];
+		b = &s->h.m[j];
+		for (i = 0; i < a->ndels && i < b->ndels; i++)
+			if (a->dels[i].sender != b->dels[i].sender ||
+			    a->dels[i].mseq != b->dels[i].mseq)
+				break;
+		if (i < a->ndels && i < b->ndels)
+			violation(s, "members %d and %u flushed together but "
+				  "delivered different sequences: at position "
+				  "%zu, %d delivered (sender %u, #%" PRIu64
+				  "), %u delivered (sender %u, #%" PRIu64 ")",
+				  ref, j, i, ref, a->dels[i].sender,
+				  a->dels[i].mseq, j, b->dels[i].sender,
+				  b->dels[i].mseq);
+		else if (a->ndels != b->ndels)
+			violation(s, "members %d and %u flushed together but "
+				  "delivered %zu and %zu messages", ref, j,
+				  a->ndels, b->ndels);
+	}
+}
+
+/* A member that left in order had every message it sent delivered at
+ * every member that installed the next view or flushed. */
+static void check_leavers(struct vc_sim *s)
+{
+	for (uint32_t l = 0; l < s->n; l++) {
+		if (!s->m[l].departed || s->m[l].close != VC_CLOSE_LEFT)
+			continue;
+		for (uint32_t k = 0; k < s->n; k++) {
+			const struct member *m = &s->m[k];
+
+			if (k == l || !(m->installed ||
+					(m->departed && m->close == 2)))
+				continue;
+			if (m->done[l] < s->msgs[l])
+				violation(s, "member %u left in order, but "
+					  "member %u, which %s, delivered only "
+					  "%" PRIu64 " of the %" PRIu64
+					  " messages it sent", l, k,
+					  m->installed ? "installed the next "
+					  "view" : "flushed", m->done[l],
+					  s->msgs[l]);
+		}
+	}
+}
+
+/* The history of the members that closed: their SEND records (every
+ * message, since none goes again in a next view) and their END. The
+ * checker owes every live sender's messages to each member that closed
+ * in the last view of the run, as if all of them flushed; one that left
+ * alone is owed nothing (group_close flushes only its own), and the
+ * history cannot say which closed how. So when a member left alone and
+ * nobody installed the next view, the flushers' sends are not recorded:
+ * check_flushers holds them to each other instead. */
+static void end_closers(struct vc_sim *s)
+{
+	bool left = false, installed = false;
+
+	for (uint32_t j = 0; j < s->n; j++) {
+		left |= s->m[j].departed && s->m[j].close == VC_CLOSE_LEFT;
+		installed |= s->m[j].installed;
+	}
+	for (uint32_t j = 0; j < s->n; j++) {
+		const struct member *m = &s->m[j];
+
+		if (!m->departed)
+			continue;
+		if (m->close == VC_CLOSE_LEFT || !left || installed)
+			for (uint64_t q = 0; q < s->msgs[j]; q++)
+				vs_add_send(&s->h, j, 0, q);
+		vs_add_end(&s->h, j, VS_END_CLOSED);
+	}
 }
 
 uint32_t vc_sim_finish(struct vc_sim *s, uint64_t budget,
 		       struct vc_sim_result *r)
 {
 	struct vs_report rep;
-	uint64_t trim_mask = UINT64_MAX;
-	const uint64_t *trim = NULL;
+	const struct member *first = NULL;
 
 	s->faults_left = 0;
+	s->closes_left = 0;
 	/* Every failure is detected sooner or later. */
 	for (uint32_t i = 0; i < s->ndet; i++)
 		if (s->det[i].due > s->now + 500)
@@ -683,26 +1177,52 @@ uint32_t vc_sim_finish(struct vc_sim *s, uint64_t budget,
 		random_event(s, false);
 	for (uint32_t j = 0; j < s->n; j++) {
 		const struct member *m = &s->m[j];
-		char st[200];
+		char st[700];
 
 		if (running(m)) {
-			describe(s, j, st, sizeof(st));
-			violation(s, "the view change never ends: after %" PRIu64
-				  " more events %s", budget, st);
+			if (m->close) {
+				why_waiting(s, j, st, sizeof(st));
+				violation(s, "after %" PRIu64 " more events %s",
+					  budget, st);
+			} else {
+				describe(s, j, st, sizeof(st));
+				violation(s, "the view change never ends: after "
+					  "%" PRIu64 " more events %s", budget,
+					  st);
+			}
 		}
 		if (!m->installed)
 			continue;
-		/* Every installer adopted one and the same trim. */
-		if (!trim) {
-			trim = m->st.trim;
-			trim_mask = m->st.tmask;
-		} else if (trim_mask != m->st.tmask ||
-			   memcmp(trim, m->st.trim, s->n * sizeof(*trim))) {
+		/* Every installer installs one and the same next view: the
+		 * same trim, the same mask, the same joiners. */
+		if (!first) {
+			first = m;
+		} else if (first->st.tmask != m->st.tmask ||
+			   first->st.tadd != m->st.tadd ||
+			   memcmp(first->st.trim, m->st.trim,
+				  s->n * sizeof(m->st.trim[0]))) {
 			violation(s, "members installed different trims "
-				  "(masks %" PRIx64 " and %" PRIx64 ")",
-				  trim_mask, m->st.tmask);
+				  "(masks %" PRIx64 " and %" PRIx64 ", adds %"
+				  PRIx64 " and %" PRIx64 ")", first->st.tmask,
+				  m->st.tmask, first->st.tadd, m->st.tadd);
 		}
+		if (m->st.tadd & ~s->joins)
+			violation(s, "member %u installed a view that adds %"
+				  PRIx64 ", but only %" PRIx64 " asked to join",
+				  j, m->st.tadd, s->joins);
 	}
+	/* A join alone (nothing failed, nobody closed) ends in an install
+	 * on every member. */
+	if (s->njoins && !s->crashes && !s->partitions && !s->closes)
+		for (uint32_t j = 0; j < s->n; j++)
+			if (!s->m[j].installed && !running(&s->m[j]))
+				violation(s, "only joins were asked, yet member "
+					  "%u %s instead of installing the next "
+					  "view", j, s->m[j].stopped ?
+					  "stopped" : "ended");
+	check_leavers(s);
+	check_flushers(s);
+	end_closers(s);
 	vs_report_init(&rep, 4);
 	if (vs_check(&s->h, &rep) > 0)
 		violation(s, "%s", rep.nlines ? rep.lines[0] : "vsync checker");
@@ -711,10 +1231,16 @@ uint32_t vc_sim_finish(struct vc_sim *s, uint64_t budget,
 	r->events = s->events;
 	r->crashes = s->crashes;
 	r->partitions = s->partitions;
+	r->closes = s->closes;
+	r->joins = s->njoins;
 	for (uint32_t j = 0; j < s->n; j++) {
-		r->installed += s->m[j].installed;
-		r->stopped += s->m[j].stopped;
-		r->crashed += s->m[j].crashed;
+		const struct member *m = &s->m[j];
+
+		r->installed += m->installed;
+		r->stopped += m->stopped;
+		r->crashed += m->crashed;
+		r->left += m->departed && m->close == VC_CLOSE_LEFT;
+		r->flushed += m->departed && m->close == 2;
 	}
 	r->violations = s->violations + (uint32_t)rep.violations;
 	snprintf(r->first, sizeof(r->first), "%s", s->first);
@@ -722,13 +1248,54 @@ uint32_t vc_sim_finish(struct vc_sim *s, uint64_t budget,
 	return r->violations;
 }
 
+/* ---- random schedules ---------------------------------------------------- */
+
+enum sched_kind { SCHED_FAULT, SCHED_CLOSE, SCHED_JOIN };
+
+struct sched {
+	uint64_t at;
+	enum sched_kind kind;
+	uint32_t who;
+};
+
+static void fire(struct vc_sim *s, const struct sched *e)
+{
+	uint32_t j;
+
+	switch (e->kind) {
+	case SCHED_FAULT:
+		if (!s->faults_left)
+			return;
+		s->faults_left--;
+		if (chance(s, 20)) {
+			partition(s);
+			return;
+		}
+		vc_sim_crash(s, (uint32_t)below(s, s->n));
+		return;
+	case SCHED_CLOSE:
+		vc_sim_close(s, e->who);
+		return;
+	case SCHED_JOIN:
+		/* Through a live member, for an index outside the view. */
+		j = (uint32_t)below(s, s->n);
+		for (uint32_t i = 0; i < s->n; i++, j = (j + 1) % s->n)
+			if (running(&s->m[j])) {
+				vc_sim_join(s, j, s->n + (uint32_t)below(s, 3));
+				return;
+			}
+		return;
+	}
+}
+
 uint32_t vc_sim_run(const struct vc_sim_opts *o, struct vc_sim_result *r)
 {
 	uint64_t seed_rng = o->seed ^ 0x51a11u;
 	uint64_t z = (seed_rng += 0x9e3779b97f4a7c15ull);
-	uint32_t span = o->nmax - o->nmin + 1, n, v;
-	uint64_t length, faults[8];
-	uint32_t nfaults;
+	uint32_t span = o->nmax - o->nmin + 1, n, v, nfaults, ns = 0;
+	uint32_t ncloses = 0, njoins = 0;
+	struct sched sc[SCHED_MAX];
+	uint64_t length;
 	struct vc_sim *s;
 
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -741,27 +1308,54 @@ uint32_t vc_sim_run(const struct vc_sim_opts *o, struct vc_sim_result *r)
 		return 1;
 	}
 	length = 100 + below(s, 3000);
-	/* Up to n - 1 faults (crashes, partitions, deaths on purpose). */
-	nfaults = 1 + (uint32_t)below(s, n - 1);
-	s->faults_left = nfaults;
-	for (uint32_t i = 0; i < nfaults && i < 8; i++)
-		faults[i] = below(s, length);
-	trace(s, "seed %" PRIu64 ": %u members, %" PRIu64 " events, %u faults",
-	      o->seed, n, length, nfaults);
-	for (uint64_t e = 0; e < length; e++) {
-		for (uint32_t i = 0; i < nfaults && i < 8; i++) {
-			uint32_t j;
+	/* Closes: one member, several at random steps, several at once, or
+	 * all of them at once (the flush path). */
+	if (chance(s, 40)) {
+		unsigned style = (unsigned)below(s, 4);
+		uint64_t at = below(s, length - 8);
+		uint32_t who[SIM_MAX];
 
-			if (faults[i] != e || !s->faults_left)
-				continue;
-			s->faults_left--;
-			if (chance(s, 20)) {
-				partition(s);
-				continue;
-			}
-			j = (uint32_t)below(s, n);
-			vc_sim_crash(s, j);
+		ncloses = style == 0 ? 1 : style == 3 ? n :
+			2 + (uint32_t)below(s, n - 2);
+		for (uint32_t i = 0; i < n; i++)
+			who[i] = i;
+		for (uint32_t i = n - 1; i > 0; i--) {
+			uint32_t k = (uint32_t)below(s, i + 1), t = who[i];
+
+			who[i] = who[k];
+			who[k] = t;
 		}
+		for (uint32_t i = 0; i < ncloses; i++)
+			sc[ns++] = (struct sched){
+				style == 1 ? below(s, length) :
+					at + below(s, 8),
+				SCHED_CLOSE, who[i] };
+	}
+	/* Join requests. */
+	if (chance(s, 25)) {
+		njoins = 1 + (uint32_t)below(s, 2);
+		for (uint32_t i = 0; i < njoins; i++)
+			sc[ns++] = (struct sched){ below(s, length),
+						   SCHED_JOIN, 0 };
+	}
+	/* Up to n - 1 faults (crashes, partitions, deaths on purpose); none
+	 * at all in half the schedules with closes or joins. */
+	nfaults = 1 + (uint32_t)below(s, n - 1);
+	if (ns && chance(s, 50))
+		nfaults = 0;
+	s->faults_left = nfaults;
+	for (uint32_t i = 0; i < nfaults; i++)
+		sc[ns++] = (struct sched){ below(s, length), SCHED_FAULT, 0 };
+	/* A close in the middle of a view change, now and then. */
+	s->closes_left = chance(s, ncloses ? 50 : 15) ? 1 : 0;
+	s->grace = chance(s, 30) ? 0 : below(s, 600);
+	trace(s, "seed %" PRIu64 ": %u members, %" PRIu64 " events, %u "
+	      "faults, %u closes, %u joins, grace %" PRIu64, o->seed, n,
+	      length, nfaults, ncloses, njoins, s->grace);
+	for (uint64_t e = 0; e < length; e++) {
+		for (uint32_t i = 0; i < ns; i++)
+			if (sc[i].at == e)
+				fire(s, &sc[i]);
 		random_event(s, true);
 	}
 	v = vc_sim_finish(s, 200000, r);

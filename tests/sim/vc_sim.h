@@ -1,38 +1,63 @@
 /*
- * vc_sim.h - a deterministic simulator of squall's view change: 3 to 7
- * members running the real view-change core (group/vcore.c) over a
- * simulated SST and data plane, with faults at any step, judged by the
- * virtual-synchrony checker (tests/vsync) and by the simulator's own
- * checks of what the checker cannot see (a member delivering a message it
- * does not hold, members adopting different trims, a change that never
- * ends).
+ * vc_sim.h - a deterministic simulator of squall's view change and close:
+ * 3 to 7 members running the real view-change core (group/vcore.c) and
+ * the real close agreements (group/agree.c) over a simulated SST and data
+ * plane, with faults at any step, judged by the virtual-synchrony checker
+ * (tests/vsync) and by the simulator's own checks of what the checker
+ * cannot see (a member delivering a message it does not hold, members
+ * installing different next views, a change or a close that never ends,
+ * a leaver's messages missing where the group went on, flushers that
+ * disagree).
  *
  * What is simulated, and how:
- * - The SST: every member's row (the view-change columns, its SMC
- *   received counters, its suspicions) is pushed to every peer over a
- *   per-link FIFO; each push carries every segment and each segment of a
- *   push may arrive torn (then the peer keeps the copy it had: validated
- *   rows, sst/seal.h) and is taken on a later look. Segments are those
- *   group.c declares. A push has landed (its write completed, which its
- *   sender learns) once the peer took all of it.
- * - The data plane: each sender's rounds (messages or nulls) reach each
- *   member in order, with delays; a crashed sender's last rounds reach
- *   some members and not others (ragged ends).
+ * - The SST: every member's row is pushed to every peer over a per-link
+ *   FIFO; each push carries every segment and each segment of a push may
+ *   arrive torn (then the peer keeps the copy it had: validated rows,
+ *   sst/seal.h) and is taken on a later look. The segments are those
+ *   group.c declares: the header (suspicions); the SMC received counters;
+ *   the delivered counts per sender; sent with closing; the view-change
+ *   columns (have, ack, trim, trim_adds, trim_mask); the join requests. A
+ *   push has landed (its write completed, which its sender learns) once
+ *   the peer took all of it.
+ * - The data plane: each sender's rounds reach each member in order, with
+ *   delays; a round is a message or, by SMC's rule (smc/order.h), a null
+ *   an idle sender sends so that the rounds it holds of the others can be
+ *   delivered. A sender whose links go down reaches some members with its
+ *   last rounds and not others (ragged ends).
  * - Normal delivery: round-robin order over senders, a round delivered
  *   once every member's published received counter covers it (SMC's
- *   stability rule); it stops at the wedge. The trim is delivered as the
- *   group delivers it: every position below the trim's end whose round is
- *   below that sender's trim.
+ *   stability rule); it stops at the wedge, and from the wedge on a
+ *   member publishes neither counter (its pass stops at the view step, as
+ *   group_pass does). The trim is delivered as the group delivers it:
+ *   every position below the trim's end whose round is below that
+ *   sender's trim. Nulls are passed over, not delivered, and not counted.
+ * - Closes, as group_close drives agree.h: a closer stops sending and
+ *   publishes closing = 1 with the messages it sent. Each of its steps
+ *   takes a turn of group_close's waits on the rows it has, before or
+ *   after the step's view pass (they run on different threads): flushed
+ *   (ag_flushed) makes it publish closing = 2 and wait for ag_all_flushed;
+ *   otherwise ag_own_flushed held through a grace time makes it publish
+ *   VC_CLOSE_LEFT and wait for ag_leave_seen. Past either it is quiet (no
+ *   view pass); when its wait is over, or it is cut off while waiting, its
+ *   group_close returns 0: it ends closed and its links go down. Closes
+ *   come at random steps: one member, several, all of them at once (the
+ *   flush path), and now and then one in the middle of a view change.
+ * - Joins: a join request (the .cfg index bit of a joiner outside the
+ *   view) appears in a live member's row at random steps; the leader
+ *   folds what it sees into its trim's trim_adds. Joiners are not
+ *   simulated; the next view lists them.
  * - Failures: crashes at any step, and on purpose right after a member
- *   adopts a trim, publishes one or wedges; partitions into two sides;
- *   detection after a random delay (the heartbeat timeout), suspicions
- *   gossiped through the rows (never believed from a suspected member).
- *   A member that installs the next view drops its old connections: the
- *   others see that as a failure unless the core knows better.
+ *   adopts a trim, publishes one, wedges or publishes a new close state;
+ *   partitions into two sides; detection after a random delay (the
+ *   heartbeat timeout), suspicions gossiped through the rows (never
+ *   believed from a suspected member). A member that installs the next
+ *   view or closes drops its old connections: the others see that as a
+ *   failure unless the core knows better.
  *
- * One schedule covers one view change, possibly with several failures
- * inside it. Everything is drawn from one seeded stream, so a seed
- * replays exactly; vc_sim_opts.trace prints each event.
+ * One schedule covers one view change (or one close of everybody),
+ * possibly with several failures inside it. Everything is drawn from one
+ * seeded stream, so a seed replays exactly; vc_sim_opts.trace prints each
+ * event.
  */
 #ifndef SQUALL_TESTS_VC_SIM_H
 #define SQUALL_TESTS_VC_SIM_H
@@ -44,18 +69,22 @@
 struct vc_sim_opts {
 	uint64_t seed;
 	uint32_t nmin, nmax;     /* members, drawn from [nmin, nmax] */
-	/* A planted bug, to show the simulator catches one: deliver the
+	/* Planted bugs, to show the simulator catches them. Deliver the
 	 * trim as soon as it is adopted (before the others can be sure to
-	 * agree on it), as group/ once did. */
+	 * agree on it), as group/ once did: */
 	bool plant_early_delivery;
+	/* A closer leaves alone at once, without waiting for
+	 * ag_own_flushed (its messages delivered everywhere): */
+	bool plant_leave_early;
 	FILE *trace;             /* each event, or NULL */
 };
 
 struct vc_sim_result {
 	uint32_t n;
 	uint64_t events;
-	uint32_t crashes, partitions;
+	uint32_t crashes, partitions, closes, joins;
 	uint32_t installed, stopped, crashed;
+	uint32_t left, flushed;  /* closed alone, closed flushing together */
 	uint32_t violations;
 	char first[768];         /* the first violation, in words */
 };
@@ -71,20 +100,24 @@ void vc_sim_member_step(struct vc_sim *s, uint32_t j);  /* one pass */
 bool vc_sim_deliver(struct vc_sim *s, uint32_t from, uint32_t to);
 void vc_sim_crash(struct vc_sim *s, uint32_t j);
 void vc_sim_detect(struct vc_sim *s, uint32_t j, uint32_t c);
-void vc_sim_send(struct vc_sim *s, uint32_t sender);  /* one round */
+void vc_sim_send(struct vc_sim *s, uint32_t sender);  /* one message */
 void vc_sim_arrive_all(struct vc_sim *s);  /* every sent round everywhere */
 void vc_sim_drop(struct vc_sim *s, uint32_t from, uint32_t to); /* lose
 						what is in flight on a link */
+void vc_sim_close(struct vc_sim *s, uint32_t j);  /* group_close begins */
+void vc_sim_join(struct vc_sim *s, uint32_t j, uint32_t index); /* a join
+			request for .cfg index `index` (>= n) reaches j */
 bool vc_sim_adopted(const struct vc_sim *s, uint32_t j);
 
-/* Run fairly, without new faults, until every live member installed or
- * stopped (or `budget` events passed); then judge the run. Returns the
- * number of violations. */
+/* Run fairly, without new faults, until every member installed, closed,
+ * stopped or crashed (or `budget` events passed); then judge the run.
+ * Returns the number of violations. */
 uint32_t vc_sim_finish(struct vc_sim *s, uint64_t budget,
 		       struct vc_sim_result *r);
 
-/* One random schedule from o->seed: members, traffic, faults at random
- * steps, then vc_sim_finish. Returns the number of violations. */
+/* One random schedule from o->seed: members, traffic, closes, joins and
+ * faults at random steps, then vc_sim_finish. Returns the number of
+ * violations. */
 uint32_t vc_sim_run(const struct vc_sim_opts *o, struct vc_sim_result *r);
 
 #endif /* SQUALL_TESTS_VC_SIM_H */

@@ -255,6 +255,13 @@ static void misuse(void **state)
 	assert_int_equal(alloc_state(a, d.ptr), ALLOC_FREE);
 	assert_int_equal(alloc_complete(a, &d), -EALREADY);
 	assert_int_equal(alloc_release(a, &d), -EALREADY);
+	/* A send never posted gives the buffer back to its caller. */
+	d = lease1(a, 100);
+	assert_int_equal(alloc_unsubmit(a, &d), -EINVAL);
+	assert_int_equal(alloc_submit(a, &d), 0);
+	assert_int_equal(alloc_unsubmit(a, &d), 0);
+	assert_int_equal(alloc_state(a, d.ptr), ALLOC_LEASED);
+	assert_int_equal(alloc_release(a, &d), 0);
 	/* Completing something never submitted. */
 	d = lease1(a, 100);
 	assert_int_equal(alloc_complete(a, &d), -EINVAL);

@@ -27,7 +27,10 @@
  * --echo K the member sends nothing from its main thread; its deliver
  * upcall answers each message of the first view's first member with K
  * ordered sends of its own (an upcall send never waits: one that finds
- * the window full, or the view changing, is refused and counted). Lines:
+ * the window full, or the view changing, is refused and counted). With
+ * --p2p-flood a second thread sends point-to-point messages to the next
+ * member of the first view as fast as the group takes them (a refusal,
+ * -EAGAIN, is counted and tried again), beside the ordered stream. Lines:
  *
  *   READY member=I
  *   VIEW member=I epoch=E members=a,b,c wall_ms=T
@@ -39,6 +42,10 @@
  *   FROM member=I sender=J count=C         (per member of the first view)
  *   STATS member=I epoch=E wedges=W commits=C resent=R
  *   KEPT member=I kept=K released=R damaged=D   (with --keep)
+ *   P2P member=I to=J sent=S refused=R          (with --p2p-flood)
+ *   P2PFROM member=I sender=J count=C          (point-to-point received)
+ *   UNSENT member=I lost=L unknown=U first=F    (send_failed upcalls:
+ *          -ENOTCONN / -ECONNABORTED; F the lowest counter told)
  *   ECHO member=I sent=S refused=R              (with --echo)
  *   RESULT member=I sent=S delivered=D bad=B dup=X gap=Y epochs=N
  *          view_change_ms=L
@@ -56,6 +63,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -128,6 +136,18 @@ struct member {
 	atomic_uint_fast64_t kept_damaged;
 	atomic_uint_fast64_t view_epoch;  /* the latest view's epoch */
 	atomic_uint_fast64_t view_ns;     /* ... and when it came */
+
+	/* send_failed upcalls (progress thread; read after close) */
+	uint64_t unsent_lost, unsent_unknown, unsent_first;
+	char unsent_why[256];
+
+	/* --p2p-flood: the flooding thread's counts; received per sender
+	 * (progress thread) */
+	bool p2p_flood;
+	atomic_bool flood_done;
+	uint32_t p2p_to;
+	uint64_t p2p_sent, p2p_refused;
+	uint64_t p2p_from[MAX_IDS];
 
 	/* --echo: sends from the deliver upcall */
 	unsigned echo;
@@ -405,6 +425,70 @@ static void on_failure(void *ctx, uint32_t member, const char *why)
 	    m->id, member, wall_ms(), why);
 }
 
+static void on_p2p(void *ctx, uint32_t sender, const struct buf_desc *d)
+{
+	struct member *m = ctx;
+
+	(void)d;
+	if (sender < MAX_IDS)
+		m->p2p_from[sender]++;
+}
+
+/* --p2p-flood: point-to-point messages to m->p2p_to as fast as taken. */
+static void *flooder(void *arg)
+{
+	struct member *m = arg;
+	struct alloc *a = group_get_allocator(m->g);
+
+	while (!atomic_load(&m->flood_done) && !atomic_load(&m->stopped)) {
+		size_t len = 64 + (m->p2p_sent % 16) * 60;
+		struct squall_error err;
+		struct buf_desc d;
+		int r;
+
+		if (alloc_lease_wait(a, 1, &len, &d, 100))
+			continue;
+		memcpy(d.ptr, &m->p2p_sent, sizeof(m->p2p_sent));
+		r = group_p2p_send(m->g, m->p2p_to, &d, &err);
+		if (r == 0) {
+			m->p2p_sent++;
+			continue;
+		}
+		alloc_release(a, &d);
+		if (r == -EAGAIN) {
+			m->p2p_refused++;
+			sched_yield();
+			continue;
+		}
+		if (r != -ENOTCONN)
+			fprintf(stderr, "view_member %u: p2p to %u: %s\n", m->id,
+				m->p2p_to, err.msg);
+		break;
+	}
+	return NULL;
+}
+
+static void on_send_failed(void *ctx, const struct buf_desc *d, int code,
+			   const char *why)
+{
+	struct member *m = ctx;
+	struct hdr h;
+
+	if (d->len < sizeof(h))
+		return;
+	memcpy(&h, d->ptr, sizeof(h));
+	if (!m->unsent_lost && !m->unsent_unknown) {
+		m->unsent_first = h.counter;
+		snprintf(m->unsent_why, sizeof(m->unsent_why), "%s", why);
+	}
+	if (h.counter < m->unsent_first)
+		m->unsent_first = h.counter;
+	if (code == -ECONNABORTED)
+		m->unsent_unknown++;
+	else
+		m->unsent_lost++;
+}
+
 static void say_stopped(struct member *m, int code, const char *why)
 {
 	if (!atomic_exchange(&m->stopped, true))
@@ -555,7 +639,7 @@ static void usage(void)
 	fprintf(stderr, "usage: view_member --config CFG --id N [--set k=v]... "
 		"[--secs S] [--stop-file F] [--sizes B,..] [--rate N] "
 		"[--die-after-ms M] [--die-on-commit K] [--log FILE] "
-		"[--keep K] [--echo K] [--die-at POINT[:K]]\n");
+		"[--keep K] [--echo K] [--die-at POINT[:K]] [--p2p-flood]\n");
 }
 
 int main(int argc, char **argv)
@@ -574,19 +658,22 @@ int main(int argc, char **argv)
 		{ "keep", required_argument, 0, 'K' },
 		{ "echo", required_argument, 0, 'E' },
 		{ "die-at", required_argument, 0, 'D' },
+		{ "p2p-flood", no_argument, 0, 'P' },
 		{ 0, 0, 0, 0 },
 	};
 	static const size_t def_sizes[] = { 64, 1000, 4000, 200000, 8000 };
 	struct member *m = calloc(1, sizeof(*m));
 	struct group_config *cfg = calloc(1, sizeof(*cfg));
 	struct group_callbacks cb = { .deliver = deliver, .view = on_view,
-				      .failure = on_failure };
+				      .failure = on_failure,
+				      .p2p_receive = on_p2p,
+				      .send_failed = on_send_failed };
 	const char *cfg_path = NULL, *id = NULL, *sets[MAX_SETS];
 	const char *log_path = NULL;
 	size_t nsets = 0;
 	struct squall_error err;
 	struct group_stats st;
-	pthread_t w;
+	pthread_t w, fl;
 	long my_id;
 	int c, r, rc;
 
@@ -612,6 +699,7 @@ int main(int argc, char **argv)
 		case 'K': m->keep_every = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'E': m->echo = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'D': setenv("SQUALL_DIE_AT", optarg, 1); break;
+		case 'P': m->p2p_flood = true; break;
 		case 'z':
 			for (char *t = strtok(optarg, ","); t && m->nsizes < MAX_SIZES;
 			     t = strtok(NULL, ","))
@@ -655,7 +743,17 @@ int main(int argc, char **argv)
 	say(m, "READY member=%u\n", m->id);
 	m->ready_ns = now_ns();
 	pthread_create(&w, NULL, watcher, m);
+	if (m->p2p_flood) {
+		uint32_t rank = group_my_rank(m->g), n = group_nmembers(m->g);
+
+		m->p2p_to = group_member_id(m->g, (rank + 1) % n);
+		pthread_create(&fl, NULL, flooder, m);
+	}
 	rc = stream(m);
+	if (m->p2p_flood) {
+		atomic_store(&m->flood_done, true);
+		pthread_join(fl, NULL);
+	}
 
 	/* The watcher reads the group, which close frees. */
 	atomic_store(&m->watch_done, true);
@@ -693,6 +791,17 @@ int main(int argc, char **argv)
 		printf("KEPT member=%u kept=%" PRIu64 " released=%" PRIu64
 		       " damaged=%" PRIu64 "\n", m->id, m->nkept, m->nreleased,
 		       (uint64_t)atomic_load(&m->kept_damaged));
+	if (m->p2p_flood)
+		printf("P2P member=%u to=%u sent=%" PRIu64 " refused=%" PRIu64
+		       "\n", m->id, m->p2p_to, m->p2p_sent, m->p2p_refused);
+	for (uint32_t i = 0; i < MAX_IDS; i++)
+		if (m->p2p_from[i])
+			printf("P2PFROM member=%u sender=%u count=%" PRIu64 "\n",
+			       m->id, i, m->p2p_from[i]);
+	if (m->unsent_lost || m->unsent_unknown)
+		printf("UNSENT member=%u lost=%" PRIu64 " unknown=%" PRIu64
+		       " first=%" PRIu64 " why=%s\n", m->id, m->unsent_lost,
+		       m->unsent_unknown, m->unsent_first, m->unsent_why);
 	if (m->echo)
 		printf("ECHO member=%u sent=%" PRIu64 " refused=%" PRIu64 "\n",
 		       m->id, m->sent, m->echo_refused);

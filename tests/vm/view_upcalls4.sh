@@ -10,7 +10,13 @@
 #  - keep: every member keeps every 3rd delivery (its own messages
 #    among them) and releases it only after the next view is installed;
 #    member 2 is killed with kill -9 meanwhile. No kept delivery may
-#    change while kept: the view change must not give its memory back.
+#    change while kept: the view change must not give its memory back;
+#  - removed: member 3 is stopped (SIGSTOP) while all stream, until
+#    the others removed it (their trim, pushed to it as a last word, says
+#    which of its messages they deliver) and go on. When it runs again it
+#    finds itself out and must be told, through send_failed, of exactly
+#    the messages the others did not deliver: from the counter after the
+#    last one they delivered, every one it sent.
 N=4
 SETS=${SETS:-sst.suspect_timeout_ms=4000}
 RATE=${RATE:-100}
@@ -47,4 +53,33 @@ for i in 0 1 3; do
         fail "keep: member $i: a kept delivery changed while kept (see its .err)"
 done
 echo "ok: keep: kept deliveries intact across the view change ($(for i in 0 1 3; do echo -n "$i:$(val "$OUT/keep.$i.out" KEPT kept) "; done)kept)"
+EXTRA=()
+start_members removed
+sleep 3
+t0=$(now_ms)
+kill -STOP "${PID[3]}"
+wait_views removed "0 1 2" 1 120
+kill -CONT "${PID[3]}"
+wait_line "$OUT/removed.3.out" "^STOPPED member=3 " 120 "${PID[3]}" ||
+    fail "removed: member 3 did not find itself out within 120 s"
+finish_members removed 3 120 3
+sleep 2
+stop_streaming removed
+finish_members removed "0 1 2" 300 0
+check_survivors removed "0 1 2" 3 0,1,2 "$t0"
+k=$(val "$OUT/removed.0.out" "FROM member=0 sender=3 " count)
+for i in 1 2; do
+    [ "$(val "$OUT/removed.$i.out" "FROM member=$i sender=3 " count)" = "$k" ] ||
+        fail "removed: survivors delivered different numbers of member 3's messages"
+done
+sent3=$(val "$OUT/removed.3.out" RESULT sent)
+grep -q "^UNSENT member=3 " "$OUT/removed.3.out" ||
+    fail "removed: member 3 was told of no lost send (the others delivered $k of its $sent3)"
+lost=$(val "$OUT/removed.3.out" UNSENT lost)
+unknown=$(val "$OUT/removed.3.out" UNSENT unknown)
+first=$(val "$OUT/removed.3.out" UNSENT first)
+[ "$unknown" = 0 ] || fail "removed: member 3 could not tell $unknown sends (no survivor's trim reached it)"
+[ "$first" = "$k" ] && [ $((k + lost)) = "$sent3" ] ||
+    fail "removed: the survivors delivered member 3's messages 0..$((k - 1)) of $sent3; it was told of $lost lost from $first"
+echo "ok: removed: the survivors delivered $k of member 3's $sent3 messages; member 3 was told the other $lost are lost, from counter $first ($(grep '^UNSENT' "$OUT/removed.3.out" | sed 's/.* why=//'))"
 echo "PASS"

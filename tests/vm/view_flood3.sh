@@ -1,0 +1,34 @@
+# Point-to-point floods beside the ordered stream, 3 members (see
+# view_common.sh and view_member.c): every member streams ordered
+# messages (small ones on SMC, 200 KB ones on RDMC) while a second thread
+# sends point-to-point messages to the next member as fast as the group
+# takes them. They share each queue pair's send queue with the SST, SMC
+# and RDMC: a full send queue must put those off, never stop them, and
+# point-to-point sends beyond what may be in flight are refused (-EAGAIN)
+# instead of taking the room. Every member must close with everything
+# delivered (vs_check), and each member must have received exactly the
+# point-to-point messages its neighbour's sends were accepted for.
+N=3
+SETS=${SETS:-sst.suspect_timeout_ms=4000}
+RATE=${RATE:-100}
+. "$SRC/tests/vm/view_common.sh"
+
+start_members flood --p2p-flood
+sleep 6
+stop_streaming flood
+finish_members flood "0 1 2" 300 0
+check_survivors flood "0 1 2" "" 0,1,2 0
+refused=0
+for i in 0 1 2; do
+    f=$OUT/flood.$i.out
+    to=$(val "$f" "P2P " to)
+    sent=$(val "$f" "P2P " sent)
+    got=$(val "$OUT/flood.$to.out" "P2PFROM member=$to sender=$i " count)
+    [ "${sent:-0}" -gt 0 ] || fail "flood: member $i sent no point-to-point message"
+    [ "${got:-0}" = "$sent" ] ||
+        fail "flood: member $i's $sent point-to-point messages to member $to were accepted; member $to received ${got:-0}"
+    refused=$((refused + $(val "$f" "P2P " refused)))
+    echo "ok: flood: member $i -> $to: $sent point-to-point messages, all received, $(val "$f" "P2P " refused) refused while $((64)) were in flight"
+done
+[ "$refused" -gt 0 ] || fail "flood: no point-to-point send was refused: the flood never filled what may be in flight"
+echo "PASS"
