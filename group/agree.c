@@ -6,6 +6,13 @@
 
 bool ag_flushed(const struct ag_in *in)
 {
+	/* A peer that published 2 saw this hold, on rows that were real:
+	 * it holds for good (counts only grow, closers send no more), even
+	 * if this member's copies of some rows are older (a member that
+	 * died before its close state reached this one). */
+	for (uint32_t j = 0; j < in->n; j++)
+		if (j != in->me && in->rows[j].closing == 2)
+			return true;
 	/* Even in a view change: when this holds, no trim is needed. */
 	for (uint32_t k = 0; k < in->n; k++) {
 		if (in->rows[k].closing < 1)
@@ -44,10 +51,14 @@ bool ag_own_flushed(const struct ag_in *in)
 
 bool ag_leave_seen(const struct ag_in *in)
 {
+	/* A member that is only closing (1) still delivers, and its
+	 * deliveries need this member's row (SMC's stability counts every
+	 * member's received counters): this member stays, delivering, until
+	 * it flushed or left too. */
 	for (uint32_t j = 0; j < in->n; j++) {
 		const struct ag_row *r = &in->rows[j];
 
-		if (j == in->me || r->suspected || r->closing >= 1 ||
+		if (j == in->me || r->suspected || r->closing >= 2 ||
 		    (r->ack && ((r->ack - 1) >> in->me & 1)))
 			continue;
 		return false;

@@ -14,8 +14,13 @@
  * message it sent is delivered on every member and it is not wedged
  * (own_flushed; the caller adds a grace time for closers that come
  * late), it publishes closing = VC_CLOSE_LEFT and leaves once every other
- * member is wedged for a change without it, suspected or closing itself
- * (leave_seen).
+ * member is wedged for a change without it, suspected, flushed or gone
+ * itself (leave_seen): a member that is closing but not flushed starts
+ * no view change for a leave (vcore.h) and still needs the leaver's row
+ * for its deliveries, so the leaver keeps delivering until then. A peer
+ * that published 2 proves flushed for everyone: the condition it saw
+ * holds for good, even where the rows of a member that died meanwhile
+ * arrived only in part.
  */
 #ifndef SQUALL_GROUP_AGREE_H
 #define SQUALL_GROUP_AGREE_H
@@ -40,7 +45,8 @@ struct ag_in {
 };
 
 /* Every member is closing and delivered every message each member sent
- * before closing (members that left need nothing more). */
+ * before closing (members that left need nothing more), or a peer saw
+ * that and published 2. */
 bool ag_flushed(const struct ag_in *in);
 /* Every other member flushed too, or is suspected. */
 bool ag_all_flushed(const struct ag_in *in);
@@ -48,7 +54,7 @@ bool ag_all_flushed(const struct ag_in *in);
  * published says all of them, it is not wedged, and some member is not
  * closing (when all are, they flush together). */
 bool ag_own_flushed(const struct ag_in *in);
-/* The others took this member's leave in. */
+/* The others took this member's leave in, or need nothing more of it. */
 bool ag_leave_seen(const struct ag_in *in);
 
 #endif /* SQUALL_GROUP_AGREE_H */

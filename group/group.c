@@ -1304,7 +1304,7 @@ int group_close(struct group *g, int timeout_ms, struct squall_error *err)
 		atomic_store(&g->quiet, true);
 		atomic_store(&g->close_state, GROUP_CLOSE_LEFT);
 		wait_until(g, leave_seen, 0, group_publish_agreements,
-			   (int)(2 * g->cfg.sst_suspect_timeout_ms), true,
+			   timeout_ms < 0 ? 10000 : timeout_ms, true,
 			   "leaving", NULL);
 	} else if (!r) {
 		/* Everything is delivered everywhere: from now on members

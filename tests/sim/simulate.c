@@ -3,8 +3,9 @@
  * seeds, or replay one with its trace.
  *
  * usage: simulate [--seeds N] [--first S] [--members MIN-MAX]
- *                 [--plant-early-delivery]
- *        simulate --seed S [--trace] [--members MIN-MAX] [--plant-early-delivery]
+ *                 [--plant-early-delivery] [--plant-leave-early]
+ *        simulate --seed S [--trace] [--members MIN-MAX]
+ *                 [--plant-early-delivery] [--plant-leave-early]
  * Prints each violating seed with what it broke, then
  *   SUMMARY simulate schedules=N violations=V members=MIN-MAX schedules_per_s=R
  * and exits 1 when V > 0.
@@ -28,9 +29,10 @@ static double now_s(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: simulate [--seeds N] [--first S] "
-		"[--members MIN-MAX] [--plant-early-delivery]\n"
+		"[--members MIN-MAX] [--plant-early-delivery] "
+		"[--plant-leave-early]\n"
 		"       simulate --seed S [--trace] [--members MIN-MAX] "
-		"[--plant-early-delivery]\n");
+		"[--plant-early-delivery] [--plant-leave-early]\n");
 	exit(2);
 }
 
@@ -43,6 +45,7 @@ int main(int argc, char **argv)
 		{ "trace", no_argument, 0, 't' },
 		{ "members", required_argument, 0, 'm' },
 		{ "plant-early-delivery", no_argument, 0, 'S' },
+		{ "plant-leave-early", no_argument, 0, 'L' },
 		{ 0, 0, 0, 0 },
 	};
 	struct vc_sim_opts o = { .nmin = 3, .nmax = 7 };
@@ -63,6 +66,7 @@ int main(int argc, char **argv)
 				usage();
 			break;
 		case 'S': o.plant_early_delivery = true; break;
+		case 'L': o.plant_leave_early = true; break;
 		default: usage();
 		}
 	}
@@ -83,10 +87,12 @@ int main(int argc, char **argv)
 			       o.seed, r.n, r.first);
 		} else if (one) {
 			printf("seed %" PRIu64 ": %u members, %" PRIu64
-			       " events, %u crashes, %u partitions, %u "
-			       "installed, %u stopped: no violation\n", o.seed,
-			       r.n, r.events, r.crashes, r.partitions,
-			       r.installed, r.stopped);
+			       " events, %u crashes, %u partitions, %u closes, "
+			       "%u joins; %u installed, %u left, %u flushed, "
+			       "%u stopped: no violation\n", o.seed, r.n,
+			       r.events, r.crashes, r.partitions, r.closes,
+			       r.joins, r.installed, r.left, r.flushed,
+			       r.stopped);
 		}
 	}
 	dt = now_s() - t0;

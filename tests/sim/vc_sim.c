@@ -719,13 +719,23 @@ static bool close_turn(struct vc_sim *s, uint32_t j)
 			m->leave_since = 0;
 			set_close(s, j, 2);
 			trace(s, "member %u: every member is closing and has "
-			      "delivered everything (ag_flushed): closing=2", j);
+			      "delivered everything (ag_flushed): "
+			      "closing=2", j);
 		} else if (s->o.plant_leave_early || own_flushed(s, j, &in)) {
+			uint32_t k = 0;
+
+			while (k < s->n && rows[k].closing)
+				k++;
 			set_close(s, j, VC_CLOSE_LEFT);
-			trace(s, "member %u leaves alone: closing=%u (%s)", j,
-			      VC_CLOSE_LEFT, s->o.plant_leave_early ?
-			      "planted: without ag_own_flushed" :
-			      "ag_own_flushed held through the grace time");
+			if (s->o.plant_leave_early)
+				trace(s, "member %u leaves alone: closing=%u "
+				      "(planted: without ag_own_flushed)", j,
+				      VC_CLOSE_LEFT);
+			else
+				trace(s, "member %u leaves alone: closing=%u "
+				      "(ag_own_flushed held through the grace "
+				      "time; as it sees, member %u is not "
+				      "closing)", j, VC_CLOSE_LEFT, k);
 		}
 		return false;
 	case 2:
@@ -985,10 +995,11 @@ static void why_not_flushed(const struct ag_in *in, char *buf, size_t len)
 		for (uint32_t j = 0; j < in->n; j++)
 			if (in->rows[j].closing != VC_CLOSE_LEFT &&
 			    in->rows[j].done[k] < in->rows[k].sent) {
-				snprintf(buf, len, "member %u delivered %" PRIu64
-					 " of the %" PRIu64 " messages member "
-					 "%u sent", j, in->rows[j].done[k],
-					 in->rows[k].sent, k);
+				snprintf(buf, len, "member %u delivered %"
+					 PRIu64 " of the %" PRIu64 " messages "
+					 "member %u sent", j,
+					 in->rows[j].done[k], in->rows[k].sent,
+					 k);
 				return;
 			}
 	snprintf(buf, len, "it holds");
@@ -1186,9 +1197,9 @@ uint32_t vc_sim_finish(struct vc_sim *s, uint64_t budget,
 					  budget, st);
 			} else {
 				describe(s, j, st, sizeof(st));
-				violation(s, "the view change never ends: after "
-					  "%" PRIu64 " more events %s", budget,
-					  st);
+				violation(s, "the view change never ends: "
+					  "after %" PRIu64 " more events %s",
+					  budget, st);
 			}
 		}
 		if (!m->installed)
@@ -1216,9 +1227,9 @@ uint32_t vc_sim_finish(struct vc_sim *s, uint64_t budget,
 	if (s->njoins && !s->crashes && !s->partitions && !s->closes)
 		for (uint32_t j = 0; j < s->n; j++)
 			if (!s->m[j].installed && !running(&s->m[j]))
-				violation(s, "only joins were asked, yet member "
-					  "%u %s instead of installing the next "
-					  "view", j, s->m[j].stopped ?
+				violation(s, "only joins were asked, yet "
+					  "member %u %s instead of installing "
+					  "the next view", j, s->m[j].stopped ?
 					  "stopped" : "ended");
 	check_leavers(s);
 	check_flushers(s);

@@ -1,9 +1,10 @@
 /*
- * test_vc_sim.c - the view-change core (group/vcore.c) under the
- * deterministic simulator (tests/sim/vc_sim.h): thousands of random
- * failure schedules judged for virtual synchrony, schedules that replay
- * exactly, the simulator catching a planted bug, and the schedules of
- * holes it found, as regressions.
+ * test_vc_sim.c - the view-change core (group/vcore.c) and the close
+ * agreements (group/agree.c) under the deterministic simulator
+ * (tests/sim/vc_sim.h): thousands of random schedules of failures,
+ * closes and joins judged for virtual synchrony, schedules that replay
+ * exactly, the simulator catching planted bugs, and scripted schedules
+ * (of holes it found, and of each way a member closes) as regressions.
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -28,12 +29,14 @@ static double now_s(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* Ten thousand schedules of 3 to 7 members: no violation. */
+/* Ten thousand schedules of 3 to 7 members, with failures, closes and
+ * joins: no violation. */
 static void test_schedules(void **state)
 {
 	(void)state;
 	struct vc_sim_opts o = { .nmin = 3, .nmax = 7 };
 	uint64_t installed = 0, stopped = 0, crashes = 0, parts = 0, bad = 0;
+	uint64_t closes = 0, joins = 0, left = 0, flushed = 0;
 	double t0 = now_s();
 
 	for (uint64_t seed = 1; seed <= SCHEDULES; seed++) {
@@ -50,16 +53,52 @@ static void test_schedules(void **state)
 		stopped += r.stopped;
 		crashes += r.crashes;
 		parts += r.partitions;
+		closes += r.closes;
+		joins += r.joins;
+		left += r.left;
+		flushed += r.flushed;
 	}
 	printf("schedules=%d violations=%" PRIu64 " crashes=%" PRIu64
-	       " partitions=%" PRIu64 " installed=%" PRIu64 " stopped=%"
-	       PRIu64 " in %.1f s\n", SCHEDULES, bad, crashes, parts,
-	       installed, stopped, now_s() - t0);
+	       " partitions=%" PRIu64 " closes=%" PRIu64 " joins=%" PRIu64
+	       " installed=%" PRIu64 " left=%" PRIu64 " flushed=%" PRIu64
+	       " stopped=%" PRIu64 " in %.1f s\n", SCHEDULES, bad, crashes,
+	       parts, closes, joins, installed, left, flushed, stopped,
+	       now_s() - t0);
 	assert_int_equal(bad, 0);
-	/* The schedules reach both ends: views installed, minorities
-	 * stopping. */
+	/* The schedules reach every end: views installed, minorities
+	 * stopping, members leaving alone and members flushing together. */
 	assert_true(installed > SCHEDULES);
 	assert_true(stopped > 100);
+	assert_true(left > 100);
+	assert_true(flushed > 100);
+	assert_true(joins > 100);
+}
+
+/* The close holes the simulator found, each seed failing before its fix
+ * (the first ones of their kind):
+ *  - 183, 267: a closer left alone while it did not yet see that the
+ *    others were closing too, and departed; the others' deliveries still
+ *    needed its row (SMC stability) and nothing dropped it: they waited
+ *    for ever. A leaver now stays until the closers flushed (agree.c).
+ *  - 1164, 1967: members that flushed went quiet while one that had not
+ *    (it missed a dead member's close state) started a view change they
+ *    would never answer. A peer at 2 now proves flushed (agree.c).
+ *  - 5074, 100161: a leaver died (or its links went) while the others
+ *    were closing: closers start no change for a leave, so none removed
+ *    it. A leaver that is gone now starts one (vcore.c). */
+static void test_close_holes(void **state)
+{
+	static const uint64_t seeds[] = { 183, 267, 1164, 1967, 5074, 100161 };
+	(void)state;
+
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+		struct vc_sim_opts o = { .seed = seeds[i], .nmin = 3, .nmax = 7 };
+		struct vc_sim_result r;
+
+		if (vc_sim_run(&o, &r))
+			printf("seed %" PRIu64 ": %s\n", seeds[i], r.first);
+		assert_int_equal(r.violations, 0);
+	}
 }
 
 /* A seed replays exactly. */
@@ -98,6 +137,36 @@ static void test_planted_bug_caught(void **state)
 	}
 	printf("planted early delivery: %" PRIu64 " of %d schedules caught\n",
 	       found, SCHEDULES);
+	assert_true(found > 0);
+}
+
+/* A planted bug on the close path: a closer leaves alone at once,
+ * without waiting until every message it sent is delivered everywhere
+ * (ag_own_flushed). The simulator must find it within a thousand seeds,
+ * and on seeds that pass without the plant: it is the plant it finds. */
+static void test_planted_leave_caught(void **state)
+{
+	(void)state;
+	struct vc_sim_opts o = { .nmin = 3, .nmax = 7 };
+	uint64_t found = 0;
+
+	for (uint64_t seed = 1; seed <= 1000; seed++) {
+		struct vc_sim_result planted, clean;
+
+		o.seed = seed;
+		o.plant_leave_early = true;
+		if (!vc_sim_run(&o, &planted))
+			continue;
+		o.plant_leave_early = false;
+		if (vc_sim_run(&o, &clean))
+			continue;
+		if (!found++)
+			printf("planted early leave: seed %" PRIu64 ": %s (and "
+			       "no violation without the plant)\n", seed,
+			       planted.first);
+	}
+	printf("planted early leave: %" PRIu64 " of 1000 schedules caught\n",
+	       found);
 	assert_true(found > 0);
 }
 
@@ -165,12 +234,106 @@ static void test_leader_dies_after_one_adopted(void **state)
 	vc_sim_free(s);
 }
 
+/* Run members round-robin, landing every push, for `rounds` rounds. */
+static void run_fair(struct vc_sim *s, uint32_t n, int rounds)
+{
+	for (int round = 0; round < rounds; round++)
+		for (uint32_t j = 0; j < n; j++) {
+			vc_sim_member_step(s, j);
+			for (uint32_t k = 0; k < n; k++)
+				while (vc_sim_deliver(s, j, k))
+					;
+		}
+}
+
+/* 4 members; member 3 closes once everything is delivered: it leaves
+ * alone, and the other three install a view without it. */
+static void test_leave_alone(void **state)
+{
+	(void)state;
+	struct vc_sim_opts o = { .seed = 11,
+				 .trace = getenv("VC_TRACE") ? stdout : NULL };
+	struct vc_sim *s = vc_sim_new(4, &o);
+	struct vc_sim_result r;
+
+	assert_non_null(s);
+	for (uint32_t j = 0; j < 4; j++)
+		for (int k = 0; k < 3; k++)
+			vc_sim_send(s, j);
+	vc_sim_arrive_all(s);
+	run_fair(s, 4, 5);
+	vc_sim_close(s, 3);
+	vc_sim_finish(s, 100000, &r);
+	if (r.violations)
+		printf("%s\n", r.first);
+	assert_int_equal(r.violations, 0);
+	assert_int_equal(r.left, 1);
+	assert_int_equal(r.installed, 3);
+	vc_sim_free(s);
+}
+
+/* 4 members close together once everything is delivered: they flush
+ * together, with no view change. */
+static void test_flush_together(void **state)
+{
+	(void)state;
+	struct vc_sim_opts o = { .seed = 12,
+				 .trace = getenv("VC_TRACE") ? stdout : NULL };
+	struct vc_sim *s = vc_sim_new(4, &o);
+	struct vc_sim_result r;
+
+	assert_non_null(s);
+	for (uint32_t j = 0; j < 4; j++)
+		for (int k = 0; k < 3; k++)
+			vc_sim_send(s, j);
+	vc_sim_arrive_all(s);
+	for (uint32_t j = 0; j < 4; j++)
+		vc_sim_close(s, j);
+	run_fair(s, 4, 5);
+	vc_sim_finish(s, 100000, &r);
+	if (r.violations)
+		printf("%s\n", r.first);
+	assert_int_equal(r.violations, 0);
+	assert_int_equal(r.flushed, 4);
+	assert_int_equal(r.installed, 0);
+	vc_sim_free(s);
+}
+
+/* 5 members, nothing fails: a join request alone makes every member
+ * install the next view, which adds the joiner. */
+static void test_join_alone(void **state)
+{
+	(void)state;
+	struct vc_sim_opts o = { .seed = 13,
+				 .trace = getenv("VC_TRACE") ? stdout : NULL };
+	struct vc_sim *s = vc_sim_new(5, &o);
+	struct vc_sim_result r;
+
+	assert_non_null(s);
+	for (uint32_t j = 0; j < 5; j++)
+		vc_sim_send(s, j);
+	vc_sim_arrive_all(s);
+	vc_sim_join(s, 2, 6);
+	run_fair(s, 5, 20);
+	vc_sim_finish(s, 100000, &r);
+	if (r.violations)
+		printf("%s\n", r.first);
+	assert_int_equal(r.violations, 0);
+	assert_int_equal(r.installed, 5);
+	vc_sim_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_leader_dies_after_one_adopted),
+		cmocka_unit_test(test_leave_alone),
+		cmocka_unit_test(test_flush_together),
+		cmocka_unit_test(test_join_alone),
+		cmocka_unit_test(test_close_holes),
 		cmocka_unit_test(test_replay),
 		cmocka_unit_test(test_planted_bug_caught),
+		cmocka_unit_test(test_planted_leave_caught),
 		cmocka_unit_test(test_schedules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
