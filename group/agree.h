@@ -1,8 +1,8 @@
 /*
  * agree.h - the close agreements of one member as pure decisions
  * (group/agree.c): what the members of the view published in, yes or no
- * out. No SST, thread or clock inside: group.c's group_close reads the
- * rows and waits on these, and the simulator (tests/sim) runs the same
+ * out. No SST, thread or clock inside: close.c reads the rows and
+ * group_close waits on these, and the simulator (tests/sim) runs the same
  * decisions beside the view-change core (vcore.h).
  *
  * The protocol. A member that closes publishes closing = 1 with the
@@ -13,14 +13,15 @@
  * When some member is not closing, a closer leaves alone: once every
  * message it sent is delivered on every member and it is not wedged
  * (own_flushed; the caller adds a grace time for closers that come
- * late), it publishes closing = VC_CLOSE_LEFT and leaves once every other
- * member is wedged for a change without it, suspected, flushed or gone
- * itself (leave_seen): a member that is closing but not flushed starts
- * no view change for a leave (vcore.h) and still needs the leaver's row
- * for its deliveries, so the leaver keeps delivering until then. A peer
- * that published 2 proves flushed for everyone: the condition it saw
- * holds for good, even where the rows of a member that died meanwhile
- * arrived only in part.
+ * late), it stops delivering, publishes closing = VC_CLOSE_LEFT and
+ * leaves once every other member is wedged for a change without it,
+ * suspected, flushed or gone itself (leave_seen). The others, closing or
+ * not, remove it with a view change (vcore.h): what it delivered was
+ * stable before any of them wedged for it, so it is inside their trim,
+ * and what it did not deliver is theirs to agree on. A peer that
+ * published 2 proves flushed for everyone: the condition it saw holds for
+ * good, even where the rows of a member that died meanwhile arrived only
+ * in part.
  */
 #ifndef SQUALL_GROUP_AGREE_H
 #define SQUALL_GROUP_AGREE_H

@@ -6,7 +6,8 @@
  * SST's, which takes every completion of the node and hands what is not
  * its own to the hooks in link.c (SMC and RDMC completions, immediates,
  * control and point-to-point messages) and runs a group pass per progress
- * pass (order.c: RDMC sends waiting for the thread, SMC's pass, delivery).
+ * pass (view.c's group_pass: the view change, then order.c's RDMC sends
+ * waiting for the thread, SMC's pass, delivery).
  *
  * Region layout, the same on every member because every member reserves
  * the same sizes in the same order right after the region is mapped: the
@@ -15,20 +16,54 @@
  * leased anew for every view (a view's rings stay until the deliveries
  * the application kept from them are released).
  *
- * Views (view.c): everything that depends on the members (node, SST, SMC
- * core, rings, RDMC) is built for one view and torn down at its end; the
- * region, allocator, kept deliveries and counters live across views.
- * Application threads use the view's parts under epoch_lock (read); the
- * view thread swaps them under it (write). The progress thread never
- * takes it: it is stopped before a swap.
+ * Lifetimes. struct group holds what lives as long as the member's end
+ * of the group: the configuration, callbacks, region and allocator, the
+ * kept deliveries, own messages and those to send again, the counters,
+ * the close and failure state. struct group_epoch (g->v) holds what one
+ * view owns: its node, SST, SMC core and rings, RDMC, the delivery queue
+ * and the view-change state; epoch.c builds it for a view and tears it
+ * down at the view's end, as one unit. Application threads use the
+ * view's parts under epoch_lock (read); the view thread swaps them under
+ * it (write). The progress thread never takes it: it is stopped before a
+ * swap.
+ *
+ * Threads and locks: each function whose rule is a thread or a lock
+ * asserts it (group_assert_*, below). The group knows its threads by
+ * their ids, never by thread-local state: the view's progress thread
+ * records itself as it enters the group's hooks, the view thread is
+ * g->view_thread, and g->lock and epoch_lock record their holders.
+ *
+ * Files, each calling only the files below it:
+ *
+ *   group.c    the start (region, first view), the close, the free,
+ *              queries and statistics
+ *   view.c     view changes: the progress pass (group_pass), the
+ *              agreement on the progress thread, the view thread's install
+ *   epoch.c    one view's parts: build and teardown
+ *   send.c     ordered and point-to-point sends, sending again, releases
+ *   join.c     joins over TCP, the member's side and the joiner's
+ *   link.c     the node's hooks for the SST, SMC's transport, the drain
+ *   order.c    the delivery order: SMC delivery, RDMC glue, the queue
+ *   own.c      own messages: large ones in flight, those to send again
+ *   close.c    agreements over the SST: barrier and close
+ *   fail.c     the failure state
+ *   agree.c, vcore.c, config.c: pure decisions and the group file, which
+ *              know nothing of a running group
+ *
+ * One name goes up, and it is a callback: epoch.c gives the SST view.c's
+ * group_pass as its on_pass hook. The SST calls it on its progress
+ * thread; the build never does. Without the callback the layers would
+ * loop: the pass runs view changes, whose installs build the next view.
  */
 #ifndef SQUALL_GROUP_INT_H
 #define SQUALL_GROUP_INT_H
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <time.h>
 
 #include <squall/alloc.h>
 #include <squall/config.h>
@@ -119,7 +154,6 @@ struct group_rsend {
 	struct group_rsend *next;
 	uint64_t msg_id;
 	struct buf_desc d;
-	bool submitted;  /* sent again in a new view: already submitted */
 };
 
 /* A view's SMC rings: a lease, freed once the view is over and no kept
@@ -175,140 +209,425 @@ enum group_col {
 	COL_COUNT
 };
 
-struct group {
-	struct group_config cfg;   /* as loaded */
-	struct group_config vcfg;  /* the current view: its members, epoch */
-	uint32_t my_id, me, n;     /* n, me: in the current view */
+/* g->lock: a mutex that records its holder, so that code that needs it
+ * held can say so (group_assert_locked). Builds with assertions record
+ * the holder; every build has the fields. */
+struct group_mutex {
+	pthread_mutex_t m;
+	_Atomic(pthread_t) owner;       /* valid while held */
+	atomic_bool held;
+};
+
+/* epoch_lock: a reader-writer lock that records its writer and counts
+ * its readers (builds with assertions), for group_assert_epoch_writer
+ * and group_assert_in_view. */
+struct group_rwlock {
+	pthread_rwlock_t l;
+	atomic_uint readers;
+	_Atomic(pthread_t) writer;      /* valid while written */
+	atomic_bool written;
+};
+
+/* One view's parts (g->v): what depends on the view's members. epoch.c
+ * builds them for the view in g->vcfg (group_epoch_build) and tears them
+ * down at the view's end (group_epoch_teardown), as one unit. A build
+ * sets the members and the parts and starts the view's counts and
+ * view-change state from zero; every other field is written in a view
+ * before it is read there (raddr and rkey: for each peer whose rings
+ * the build learns), and the lists and queues are empty between views
+ * (the teardown empties them). */
+struct group_epoch {
+	/* The members: my rank, their number, their .cfg ids by rank. */
+	uint32_t me, n;
 	uint32_t ids[GROUP_CONFIG_MAX_MEMBERS];
-	struct group_callbacks cb;
-	void *ctx;
 
-	struct alloc *a;
-	void *base;
-	size_t len;
-	struct rdma_sq_node *node;
-	struct rdma_sq_mr *grant;
+	/* The parts, in the order the build makes them. */
 	struct sst_layout *layout;
-	struct sst *t;
-	int col[COL_COUNT];
-	struct buf_desc table, rings, hdr, recv_area;
-	struct sst_dispatch dispatch;
-	struct group_rings *cur_rings;
-
-	/* SMC */
+	int col[COL_COUNT];             /* each column's index in it */
+	struct group_rings *cur_rings;  /* the view's SMC rings */
+	struct buf_desc rings;          /* ... and their lease */
+	struct rdma_sq_node *node;
 	struct smc_core *core;
-	struct smc_ring_geom geom;
+	struct rdma_sq_mr *grant;       /* RDMC's READY grants */
+	struct rdmc_engine *e;          /* RDMC: NULL in a view of one */
+	struct rdmc_group *rg;
+	struct sst_dispatch dispatch;   /* the SST's hooks into the group */
+	struct sst *t;                  /* runs the progress thread */
+	/* Where each peer's ring for my messages lies in its region. */
 	uint64_t raddr[GROUP_CONFIG_MAX_MEMBERS];
 	uint32_t rkey[GROUP_CONFIG_MAX_MEMBERS];
-	uint64_t *recv, *rel;           /* n x n, read from the SST */
-	uint64_t *row_recv, *row_rel;   /* n */
 
-	/* Point-to-point sends in flight per rank of the view (reset with
-	 * each view: its node's completions end with it). */
+	/* The progress thread, as it recorded itself entering one of the
+	 * group's hooks (group_progress_enter); progress_on is cleared once
+	 * sst_destroy joined it. */
+	_Atomic(pthread_t) progress_tid;
+	atomic_bool progress_on;
+
+	/* Any thread (atomic), from zero in each view: the ordered sends
+	 * made in it, and the point-to-point sends in flight per rank (the
+	 * view's node's completions end with it). */
+	atomic_uint_fast64_t sent_epoch;
 	atomic_uint p2p_inflight[GROUP_CONFIG_MAX_MEMBERS];
 
-	/* RDMC */
-	struct rdmc_engine *e;
-	struct rdmc_group *rg;
-
-	/* Under lock: the RDMC sends waiting for the progress thread, the
-	 * kept deliveries, the RDMC sends in flight. */
-	pthread_mutex_t lock;
-	pthread_cond_t room;
+	/* Under g->lock: the RDMC sends waiting for the progress thread
+	 * (those left at the view's end go with it: their messages are in
+	 * g->own, which the view change delivers or sends again). */
 	struct group_rsend *rsend_head, **rsend_tail;
-	struct group_kept *kept;
-	unsigned rdmc_inflight;
-	uint64_t next_msg;
 
-	/* Progress thread only: transfers and the delivery queue. */
+	/* Progress thread (or, while none runs, the build and the teardown):
+	 * the large messages under way, the delivery queue, and the
+	 * messages delivered here per sender (done: [n], allocated once for
+	 * the .cfg's members, cleared by each build). */
 	struct group_xfer *xfers;
 	struct group_item *q_head, **q_tail;
-	uint64_t *done;                 /* [n] delivered per sender */
+	uint64_t *done;
 	bool done_dirty;
 
-	/* Counters (atomic: any thread). */
-	atomic_uint_fast64_t st_sent, st_sent_smc, st_sent_rdmc, st_delivered,
-		st_delivered_bytes, st_copies, st_p2p_sent, st_p2p_received,
-		st_waits;
-
-	atomic_uint_fast64_t barriers;  /* group_barrier calls */
-	atomic_uint_fast64_t close_state; /* 1: closing, flushing; 2: flushed;
-					     GROUP_CLOSE_LEFT: leaving alone */
-	bool leaving;                   /* group_close's thread */
-	uint64_t leave_since;           /* own messages flushed, others not
-					   closing, since (ms); close's */
-	/* What group_publish_agreements published last, under agree_lock. */
-	pthread_mutex_t agree_lock;
-	uint64_t pub_epoch, pub_barriers, pub_close, pub_sent;
-	atomic_int failed;              /* first failure: -ENOTCONN */
-	char fail_msg[SQUALL_ERRMSG_MAX];
-	atomic_bool ready;              /* every peer's ring is known: SMC may
-					   post (nulls included) */
-	atomic_bool closing;            /* group_close began */
-	atomic_bool quiet;              /* flushed: peers leaving is fine */
-
-	/* Views. */
-	pthread_rwlock_t epoch_lock;
-	uint64_t seq_base;              /* positions of earlier views */
-	atomic_uint_fast64_t sent_epoch; /* ordered sends in this view */
-	atomic_bool wedged;             /* sends wait for the next view */
-	atomic_bool installing;         /* the view thread builds a view */
-	bool resending;                 /* view thread: leases already taken */
-	struct group_own *own;          /* under lock */
-	pthread_t view_thread;
-	bool view_thread_on;
-	pthread_cond_t vcond;           /* with lock: the view thread's turn */
-	bool stopping;                  /* under lock: the view thread ends */
-	bool install_due;               /* under lock: a trim is everywhere */
-	/* Joins: the TCP listener, and per .cfg index the connection of a
-	 * joiner waiting for its view (view thread only). */
-	int join_fd;
-	int join_conn[GROUP_CONFIG_MAX_MEMBERS];
-	uint64_t join_bits;             /* published in COL_JOIN */
-	/* Progress thread only: */
-	/* Point-to-point messages that arrived before the view was live
-	 * (a peer that is ready first may ask at once): handed to the
-	 * upcall by group_pass once it is. */
-	struct group_early_p2p *early_p2p, **early_p2p_tail;
-	struct vc_state vc;             /* the view change (vcore.h) */
-	/* Why each member of the view was first suspected ("": it was
-	 * not), for the failure upcall once a trim removes it. */
-	char suspect_why[GROUP_CONFIG_MAX_MEMBERS][160];
+	/* The view change (vcore.h), on the progress thread; the view
+	 * thread reads vc and vc_start_ms to install the next view once vc
+	 * is in VC_INSTALL, where the progress thread changes neither. */
+	struct vc_state vc;
 	struct vc_row vc_rows[GROUP_CONFIG_MAX_MEMBERS]; /* its inputs */
 	uint64_t vc_fence[SST_MAX_MEMBERS]; /* the push of the adoption */
 	bool ragged;                    /* delivering the trim */
-	uint64_t vc_start_ms;
+	uint64_t vc_start_ms;           /* when this member wedged */
+	/* Why each member of the view was first suspected ("": it was
+	 * not), for the failure upcall once a trim removes it. */
+	char suspect_why[GROUP_CONFIG_MAX_MEMBERS][160];
+};
+
+/* A member's end of the group: what lives across its views. */
+struct group {
+	/* Set before the first view (group.c), then read by any thread: the
+	 * group file as loaded, this member, the upcalls, the region and
+	 * its fixed areas. */
+	struct group_config cfg;
+	uint32_t my_id;
+	struct group_callbacks cb;
+	void *ctx;
+	struct alloc *a;
+	void *base;                     /* the region */
+	size_t len;
+	struct buf_desc table, hdr, recv_area;
+	struct smc_ring_geom geom;
+
+	/* The current view: its members and epoch, the positions of
+	 * earlier views (set by the start, then changed by the view thread
+	 * under lock while it holds epoch_lock for writing), and its parts. */
+	struct group_config vcfg;
+	uint64_t seq_base;
+	struct group_epoch v;
+
+	/* The progress thread's scratch, allocated once for the .cfg's
+	 * members: the SMC counters read from the SST (n x n), my row (n). */
+	uint64_t *recv, *rel;
+	uint64_t *row_recv, *row_rel;
+
+	/* Under lock: the kept deliveries, the RDMC sends in flight, the
+	 * last msg_id, own large messages (own.c). Senders wait on room for
+	 * room in the window, RDMC slots or the next view. */
+	struct group_mutex lock;
+	pthread_cond_t room;
+	struct group_kept *kept;
+	unsigned rdmc_inflight;
+	uint64_t next_msg;
+	struct group_own *own;
+
+	/* Application threads use g->v under epoch_lock (read); the view
+	 * thread swaps it under it (write). */
+	struct group_rwlock epoch_lock;
+	atomic_bool ready;              /* every peer's ring is known: SMC may
+					   post (nulls included) */
+	atomic_bool wedged;             /* sends wait for the next view */
+	atomic_bool installing;         /* the view thread builds a view */
+
+	/* The view thread (view.c). */
+	pthread_t view_thread;
+	atomic_bool view_thread_on;     /* view_thread runs */
+	pthread_cond_t vcond;           /* with lock: the view thread's turn */
+	bool stopping;                  /* under lock: the view thread ends */
+	bool install_due;               /* under lock: a trim is everywhere */
+	bool resending;                 /* view thread: leases already taken */
+
+	/* Joins (join.c), view thread only (or the thread that starts or
+	 * frees the group, while none runs): the TCP listener, and per .cfg
+	 * index the connection of a joiner waiting for its view. */
+	int join_fd;
+	int join_conn[GROUP_CONFIG_MAX_MEMBERS];
+	uint64_t join_bits;             /* published in COL_JOIN */
+
+	/* Progress thread: point-to-point messages that arrived before the
+	 * view was live (a peer that is ready first may ask at once), handed
+	 * to the upcall by group_pass once it is. Kept across a view swap:
+	 * those that arrive while a view is torn down go to the next. */
+	struct group_early_p2p *early_p2p, **early_p2p_tail;
+
+	/* Own messages to send again (own.c): collected on the progress
+	 * thread as a trim is delivered (never while the view thread
+	 * installs a view: installing holds the view change back), sent
+	 * again by the view thread in the next view, or told to the
+	 * application if the group stops (group_report_unsent). Messages a
+	 * view ended before they could be sent again in it wait in
+	 * resend_later: they follow the next trim's own messages. */
 	struct group_resend *resend_head, **resend_tail;
-	/* Messages a view ended before they could be sent again in it: they
-	 * follow the next trim's own messages. */
 	struct group_resend *resend_later;
-	atomic_uint_fast64_t st_wedges, st_commits, st_resent, st_vc_ms,
-		st_old_copies, st_old_waits;
+
+	/* The agreements (close.c). */
+	atomic_uint_fast64_t barriers;  /* group_barrier calls */
+	atomic_uint_fast64_t close_state; /* 1: closing, flushing; 2: flushed;
+					     GROUP_CLOSE_LEFT: leaving alone */
+	atomic_bool closing;            /* group_close began */
+	atomic_bool quiet;              /* flushed: peers leaving is fine */
+	atomic_bool leave_stop;         /* leaving alone: deliver no more */
+	bool leaving;                   /* group_close's thread */
+	uint64_t leave_since;           /* own messages flushed, others not
+					   closing, since (ms); close's */
+	/* What group_publish_agreements published last, under agree_lock
+	 * (pub_epoch: the view's epoch + 1, so a new view publishes anew). */
+	pthread_mutex_t agree_lock;
+	uint64_t pub_epoch, pub_barriers, pub_close, pub_sent;
+
+	/* The failure (fail.c): the first one stands. */
+	atomic_int failed;              /* first failure: -ENOTCONN */
+	char fail_msg[SQUALL_ERRMSG_MAX];
 	/* The group stopped: own sends not delivered here, told to the
 	 * application (order.c: group_report_unsent) once a survivor's trim
 	 * says which the others deliver, or after a wait without one.
 	 * Progress thread; unsent_done also read by group_close. */
 	uint64_t unsent_since;          /* ms: when the wait began */
 	atomic_bool unsent_done;
+
+	/* Counters (atomic: any thread). */
+	atomic_uint_fast64_t st_sent, st_sent_smc, st_sent_rdmc, st_delivered,
+		st_delivered_bytes, st_copies, st_p2p_sent, st_p2p_received,
+		st_waits;
+	atomic_uint_fast64_t st_wedges, st_commits, st_resent, st_vc_ms,
+		st_old_copies, st_old_waits;
 	atomic_uint_fast64_t st_unsent_lost, st_unsent_unknown;
+	atomic_uint_fast64_t st_p2p_abandoned; /* in flight when a view's
+						  node went, never completed */
 };
 
-/* Thread-local: the group whose progress thread this is (upcalls do not
- * take epoch_lock: a view swap stops that thread first). */
-extern __thread struct group *group_progress_self;
-/* The group whose view thread this is (it holds epoch_lock for writing
- * while it sends again). */
-extern __thread struct group *group_view_self;
+/* ---- locks ----------------------------------------------------------------- */
 
-/* On those two threads the group's calls take no epoch_lock. */
-static inline bool group_lockless(const struct group *g)
+/* The calling thread holds l (recorded in builds with assertions only).
+ * held is read first: a holder stores owner before held, so a thread
+ * that sees another holder's held sees that holder as owner. */
+static inline bool group_mutex_mine(const struct group_mutex *l)
 {
-	return group_progress_self == g || group_view_self == g;
+	return atomic_load(&l->held) &&
+	       pthread_equal(atomic_load(&l->owner), pthread_self());
 }
 
-/* link.c: SMC's transport operations and the SST dispatch hooks. */
+static inline void group_mutex_taken(struct group_mutex *l)
+{
+#ifndef NDEBUG
+	atomic_store(&l->owner, pthread_self());
+	atomic_store(&l->held, true);
+#else
+	(void)l;
+#endif
+}
+
+static inline void group_mutex_leaving(struct group_mutex *l)
+{
+#ifndef NDEBUG
+	assert(group_mutex_mine(l));
+	atomic_store(&l->held, false);
+#else
+	(void)l;
+#endif
+}
+
+/* Take and let go g->lock, the holder recorded. */
+static inline void group_lock(struct group *g)
+{
+	pthread_mutex_lock(&g->lock.m);
+	group_mutex_taken(&g->lock);
+}
+
+static inline void group_unlock(struct group *g)
+{
+	group_mutex_leaving(&g->lock);
+	pthread_mutex_unlock(&g->lock.m);
+}
+
+/* pthread_cond_timedwait on c with g->lock, which it lets go meanwhile. */
+static inline void group_cond_timedwait(pthread_cond_t *c, struct group *g,
+					const struct timespec *ts)
+{
+	group_mutex_leaving(&g->lock);
+	pthread_cond_timedwait(c, &g->lock.m, ts);
+	group_mutex_taken(&g->lock);
+}
+
+#define group_assert_locked(g) assert(group_mutex_mine(&(g)->lock))
+
+/* epoch_lock for reading (counted) and for writing (the writer
+ * recorded); group_epoch_writer: the caller holds it for writing. */
+static inline void group_epoch_rdlock(struct group *g)
+{
+	pthread_rwlock_rdlock(&g->epoch_lock.l);
+#ifndef NDEBUG
+	atomic_fetch_add(&g->epoch_lock.readers, 1);
+#endif
+}
+
+static inline void group_epoch_rdunlock(struct group *g)
+{
+#ifndef NDEBUG
+	assert(atomic_load(&g->epoch_lock.readers) > 0);
+	atomic_fetch_sub(&g->epoch_lock.readers, 1);
+#endif
+	pthread_rwlock_unlock(&g->epoch_lock.l);
+}
+
+static inline bool group_epoch_writer(const struct group *g)
+{
+	return atomic_load(&g->epoch_lock.written) &&
+	       pthread_equal(atomic_load(&g->epoch_lock.writer),
+			     pthread_self());
+}
+
+static inline void group_epoch_wrlock(struct group *g)
+{
+	pthread_rwlock_wrlock(&g->epoch_lock.l);
+#ifndef NDEBUG
+	atomic_store(&g->epoch_lock.writer, pthread_self());
+	atomic_store(&g->epoch_lock.written, true);
+#endif
+}
+
+static inline void group_epoch_wrunlock(struct group *g)
+{
+#ifndef NDEBUG
+	assert(group_epoch_writer(g));
+	atomic_store(&g->epoch_lock.written, false);
+#endif
+	pthread_rwlock_unlock(&g->epoch_lock.l);
+}
+
+#define group_assert_epoch_writer(g) assert(group_epoch_writer(g))
+
+/* ---- threads ---------------------------------------------------------------- */
+
+/* The caller is the current view's progress thread. */
+static inline bool group_on_progress(const struct group *g)
+{
+	return atomic_load(&g->v.progress_on) &&
+	       pthread_equal(atomic_load(&g->v.progress_tid), pthread_self());
+}
+
+/* First thing in each hook the SST runs on its progress thread (on_pass,
+ * on_wc, on_imm, on_message): the thread records itself once per view. */
+static inline void group_progress_enter(struct group *g)
+{
+	if (!atomic_load_explicit(&g->v.progress_on, memory_order_relaxed)) {
+		atomic_store(&g->v.progress_tid, pthread_self());
+		atomic_store(&g->v.progress_on, true);
+	}
+	assert(group_on_progress(g));
+}
+
+/* The caller is the group's view thread. */
+static inline bool group_on_view_thread(const struct group *g)
+{
+	return atomic_load(&g->view_thread_on) &&
+	       pthread_equal(g->view_thread, pthread_self());
+}
+
+/* On these two threads the group's calls take no epoch_lock: the
+ * progress thread is stopped before a swap, and the view thread makes
+ * the swap (it sends again under the write lock it holds). */
+static inline bool group_lockless(const struct group *g)
+{
+	return group_on_progress(g) || group_on_view_thread(g);
+}
+
+/* Sends from the calling thread never wait: the progress thread, whose
+ * upcalls would wait for room (the window, RDMC slots, leases) that only
+ * it frees, and the view thread, whose upcalls (view, state_save,
+ * failure) run while the progress thread delivers nothing. */
+static inline bool group_nowait(const struct group *g)
+{
+	return group_on_progress(g) || group_on_view_thread(g);
+}
+
+/* The rules on threads and epoch_lock, asserted where they apply:
+ * - progress: on the progress thread;
+ * - progress_or_none: on it, or the view has no SST (the build before
+ *   it starts, the teardown after it stopped);
+ * - no_progress: the view has no SST, so no progress thread;
+ * - view_thread: on the view thread;
+ * - view_or_none: on it, or none runs (the start, the end);
+ * - swap: the view's parts may be torn down and built: epoch_lock held
+ *   for writing by the caller, or no view thread;
+ * - in_view: the view's parts may be used: on the progress or view
+ *   thread, epoch_lock held (for writing by the caller, or for reading:
+ *   the lock counts its readers but does not know them), or no view
+ *   thread. */
+#define group_assert_progress(g) assert(group_on_progress(g))
+#define group_assert_progress_or_none(g) \
+	assert(group_on_progress(g) || !(g)->v.t)
+#define group_assert_no_progress(g) assert(!(g)->v.t)
+#define group_assert_view_thread(g) assert(group_on_view_thread(g))
+#define group_assert_view_or_none(g) \
+	assert(group_on_view_thread(g) || !atomic_load(&(g)->view_thread_on))
+#define group_assert_swap(g) \
+	assert(group_epoch_writer(g) || !atomic_load(&(g)->view_thread_on))
+#define group_assert_in_view(g) \
+	assert(group_lockless(g) || group_epoch_writer(g) || \
+	       atomic_load(&(g)->epoch_lock.readers) > 0 || \
+	       !atomic_load(&(g)->view_thread_on))
+
+/* ---- the files' functions, from the top of the layering down ---------------- */
+
+/* view.c: view changes. group_pass is the SST's on_pass hook: the view
+ * change first, then the sends and the delivery (order.c); group_view_pass
+ * its view-change part (progress thread). The view thread runs between
+ * group_view_start and group_view_stop. group_call_view: the view upcall. */
+bool group_pass(void *arg);
+bool group_view_pass(struct group *g, bool *work);
+int group_view_start(struct group *g, struct squall_error *err);
+void group_view_stop(struct group *g);
+void group_call_view(struct group *g);
+
+/* epoch.c: one view's parts (g->v), built for the view in g->vcfg and
+ * torn down at its end; the SST layout of a view of n members (col may
+ * be NULL). */
+int group_make_layout(uint32_t n, struct sst_layout **out, int *col,
+		      struct squall_error *err);
+int group_epoch_build(struct group *g, struct squall_error *err);
+void group_epoch_teardown(struct group *g);
+
+/* send.c: a message of an ended view sent again (view thread). */
+int group_resend(struct group *g, struct group_resend *rs,
+		 struct squall_error *err);
+
+/* join.c: joins over TCP. The member's side: the listener, requests
+ * (view thread), the answer with the next view and the state, requests
+ * published again in a new view; the joiner's side: its first view,
+ * asked of the members (deadline: since + group.connect_timeout_ms). */
+int group_join_listen(struct group *g, struct squall_error *err);
+void group_join_poll(struct group *g);
+void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
+		       uint32_t n, uint64_t seq_base, uint64_t barriers);
+void group_join_close(struct group *g);
+void group_join_republish(struct group *g);
+uint64_t group_cfg_bits(const struct group *g, const struct group_config *v);
+int group_join_ask(struct group *g, const struct group_config *cfg,
+		   uint32_t my_id, uint64_t since, struct squall_error *err);
+
+/* link.c: SMC's transport operations, and the node's hooks for the SST
+ * (on_wc, on_imm, on_message: the build adds group_pass and its arg) and
+ * its suspicions. */
 extern const struct smc_core_ops group_smc_ops;
-void group_dispatch_init(struct group *g);
+extern const struct sst_dispatch group_node_hooks;
+void group_on_suspect(struct sst *t, uint32_t rank, uint32_t by,
+		      const char *why, void *arg);
+/* The view's node is about to go: flush its requests and take their
+ * completions (buffers back), progress thread stopped. */
+void group_drain(struct group *g);
 /* Hand the point-to-point messages kept while the view was not live to
  * the upcall (progress thread); returns whether there were any. Free
  * them without an upcall: group_early_p2p_free. */
@@ -320,11 +639,17 @@ int group_rings_exchange(struct group *g, struct squall_error *err);
 /* order.c: SMC delivery, RDMC glue, the delivery queue. */
 bool group_smc_deliver(void *arg, const struct smc_msg *m);
 extern const struct rdmc_callbacks group_rdmc_cb_template;
-bool group_pass(void *arg);
+/* The sends and the delivery of one progress pass, once no view change
+ * holds them; *work set when there was work. */
+void group_order_pass(struct group *g, bool *work);
 void group_order_free(struct group *g);
+/* Whether an RDMC transfer that ended with status was cut short by a
+ * failure (the view change decides it), rather than failed alike on
+ * every member. */
+bool group_rdmc_lost(int status);
 /* Per sender, the rounds held here with their large payloads (what
- * COL_HAVE publishes), and the delivery of the agreed trim g->vc.trim,
- * collecting own messages past it in g->resend. */
+ * COL_HAVE publishes), and the delivery of the agreed trim g->v.vc.trim,
+ * collecting own messages past it in g->resend_head. */
 void group_have(struct group *g, uint64_t *have);
 void group_deliver_trim(struct group *g);
 /* The group stopped: a send_failed upcall for each own ordered send the
@@ -333,54 +658,48 @@ void group_deliver_trim(struct group *g);
  * thread. */
 void group_report_unsent(struct group *g, bool known, uint64_t trim_me);
 
-/* view.c: view changes. */
-bool group_view_pass(struct group *g, bool *work);
-int group_view_start(struct group *g, struct squall_error *err);
-void group_view_stop(struct group *g);
+/* own.c: own large messages in flight (under lock), and the messages to
+ * send again: add one (a large one by its msg_id, if it is still in
+ * flight), move those an earlier view could not send again behind them
+ * (group_resend_add_later), leave the rest of a view that ends while
+ * sending again to the next one (group_resend_defer); free what is left
+ * at the end. */
 void group_own_add(struct group *g, struct group_own *o);
 bool group_own_take(struct group *g, uint64_t msg_id, struct buf_desc *d);
 bool group_own_find(struct group *g, uint64_t msg_id, struct buf_desc *d);
-void group_rings_retire(struct group *g, struct group_rings *rg);
-bool group_rdmc_lost(int status);
+void group_resend_add(struct group *g, bool large, uint8_t kind,
+		      uint64_t msg_id, const struct buf_desc *d);
+void group_resend_large(struct group *g, uint64_t msg_id);
+void group_resend_add_later(struct group *g);
+void group_resend_defer(struct group *g);
+void group_own_free(struct group *g);
 
-/* group.c: one view's parts, built and torn down. */
-int group_epoch_build(struct group *g, struct squall_error *err);
-void group_epoch_teardown(struct group *g);
-int group_resend(struct group *g, struct group_resend *rs,
-		 struct squall_error *err);
-void group_call_view(struct group *g);
-int group_go_live(struct group *g, struct squall_error *err);
-int group_init_region(struct group *g, const struct group_config *cfg,
-		      uint32_t my_id, struct squall_error *err);
-typedef int (*group_init_fn)(struct group *g, const struct group_config *cfg,
-			     uint32_t my_id, struct squall_error *err);
-struct group *group_start(const struct group_config *cfg, uint32_t my_id,
-			  const struct group_callbacks *cb, void *ctx,
-			  group_init_fn init_fn, const char *what,
-			  struct squall_error *err);
-struct group *group_start_path(const char *cfg_path, uint32_t my_id,
-			       const struct group_callbacks *cb, void *ctx,
-			       group_init_fn init_fn, const char *what,
-			       struct squall_error *err);
-
-/* join.c: joins over TCP. */
-int group_join_listen(struct group *g, struct squall_error *err);
-void group_join_poll(struct group *g);
-void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
-		       uint32_t n, uint64_t seq_base, uint64_t barriers);
-void group_join_close(struct group *g);
-void group_join_republish(struct group *g);
-uint64_t group_cfg_bits(const struct group *g, const struct group_config *v);
-
-/* group.c: the monotonic clock in ms, and the short sleep of waits that
- * poll the SST. */
-/* group.c: publish the barrier count and close state in the view's SST
- * (any thread, under epoch_lock or on the view thread). */
+/* close.c: publish the barrier count and close state in the view's SST
+ * (any thread, under epoch_lock or on the view thread), and group_close's
+ * waits before the teardown. */
 void group_publish_agreements(struct group *g);
+int group_close_flush(struct group *g, int timeout_ms,
+		      struct squall_error *err);
 
-uint64_t group_now_ms(void);
-void group_nap(void);
+/* fail.c: the first failure stands; group_failed returns it (err says
+ * why), or 0 while the group works. */
 void group_fail(struct group *g, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+int group_failed(struct group *g, struct squall_error *err);
+
+/* The monotonic clock in ms, and the short sleep of waits that poll the
+ * SST. */
+static inline uint64_t group_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static inline void group_nap(void)
+{
+	nanosleep(&(struct timespec){ 0, 500000 }, NULL);
+}
 
 #endif /* SQUALL_GROUP_INT_H */

@@ -162,6 +162,7 @@ int group_join_listen(struct group *g, struct squall_error *err)
 				  .sin_port = htons(me->port) };
 	int fd, one = 1;
 
+	group_assert_view_or_none(g);
 	inet_pton(AF_INET, me->address, &sa.sin_addr);
 	fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
@@ -198,9 +199,9 @@ static void refuse(int fd, struct group *g, bool final, const char *fmt, ...)
 
 static void publish_joins(struct group *g)
 {
-	sst_set(g->t, (uint32_t)g->col[COL_JOIN], g->join_bits);
-	sst_push_cols(g->t, (uint32_t)g->col[COL_JOIN], 1);
-	sst_wake(g->t);
+	sst_set(g->v.t, (uint32_t)g->v.col[COL_JOIN], g->join_bits);
+	sst_push_cols(g->v.t, (uint32_t)g->v.col[COL_JOIN], 1);
+	sst_wake(g->v.t);
 }
 
 /* Whether a joiner's request can be taken; if not it is refused (and
@@ -266,7 +267,8 @@ void group_join_poll(struct group *g)
 {
 	int fd;
 
-	if (g->join_fd < 0 || !g->t)
+	group_assert_view_thread(g);
+	if (g->join_fd < 0 || !g->v.t)
 		return;
 	while ((fd = accept4(g->join_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
 		take_request(g, fd);
@@ -282,6 +284,7 @@ void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
 	uint64_t bc = htole64(barriers);
 	uint32_t nl = htole32(n);
 
+	group_assert_view_thread(g);
 	/* VIEW_COMMIT: epoch, n, n ids, the view's first position, the
 	 * barrier count to start from (little-endian). */
 	memcpy(view, &e, 8);
@@ -299,7 +302,7 @@ void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
 		size_t len = 0;
 		int r = 0;
 
-		if (fd < 0 || !(g->vc.tadd >> k & 1))
+		if (fd < 0 || !(g->v.vc.tadd >> k & 1))
 			continue;
 		if (g->cb.state_save)
 			r = g->cb.state_save(g->ctx, &state, &len);
@@ -323,6 +326,7 @@ void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
 
 void group_join_close(struct group *g)
 {
+	group_assert_view_or_none(g);
 	if (g->join_fd >= 0)
 		close(g->join_fd);
 	g->join_fd = -1;
@@ -336,7 +340,8 @@ void group_join_close(struct group *g)
 /* In a new view, requests still waiting are published again. */
 void group_join_republish(struct group *g)
 {
-	if (g->join_bits && g->t)
+	group_assert_view_or_none(g);
+	if (g->join_bits && g->v.t)
 		publish_joins(g);
 }
 
@@ -461,17 +466,15 @@ static int ask(struct group *g, const struct group_member_cfg *m,
 	return 0;
 }
 
-static int join(struct group *g, const struct group_config *cfg,
-		uint32_t my_id, struct squall_error *err)
+int group_join_ask(struct group *g, const struct group_config *cfg,
+		   uint32_t my_id, uint64_t since, struct squall_error *err)
 {
-	uint64_t until = group_now_ms() + cfg->connect_timeout_ms;
+	uint64_t until = since + cfg->connect_timeout_ms;
 	struct squall_error refused = { 0 };
 	uint8_t *state = NULL;
 	size_t state_len = 0;
-	int r = group_init_region(g, cfg, my_id, err);
+	int r = 0;
 
-	if (r)
-		return r;
 	g->vcfg = *cfg;
 	for (;;) {
 		for (uint32_t i = 0; i < cfg->nmembers; i++) {
@@ -498,20 +501,5 @@ static int join(struct group *g, const struct group_config *cfg,
 		g->cb.state_load(g->ctx, state, state_len);
 	free(state);
 	g->vcfg.connect_timeout_ms = cfg->view_timeout_ms;
-	return group_go_live(g, err);
-}
-
-struct group *group_join_cfg(const struct group_config *cfg, uint32_t my_id,
-			     const struct group_callbacks *cb, void *ctx,
-			     struct squall_error *err)
-{
-	return group_start(cfg, my_id, cb, ctx, join, "group_join", err);
-}
-
-struct group *group_join(const char *cfg_path, uint32_t my_id,
-			 const struct group_callbacks *cb, void *ctx,
-			 struct squall_error *err)
-{
-	return group_start_path(cfg_path, my_id, cb, ctx, join, "group_join",
-				err);
+	return 0;
 }

@@ -11,8 +11,14 @@
  * message type (RDMC's READY and DONE, the group's P2P). The receives
  * themselves are the SST's, each with a buffer for SENDs, and are posted
  * again as soon as their completion is handled.
+ *
+ * Each hook the SST runs on its progress thread starts by recording that
+ * thread (group_progress_enter). Also here: the SST's suspicions, the
+ * drain of a view's node before it goes, and the SMC steps of a view's
+ * build (the core, and the exchange of where the rings lie).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +46,10 @@ static int op_post_write(void *ctx, uint32_t dest, const struct smc_write *w)
 	for (uint32_t i = 0; i < w->nsge; i++)
 		sg[i] = (struct rdma_sq_sge){ (void *)w->sge[i].addr,
 					      w->sge[i].len };
-	return rdma_sq_write_imm(g->node, g->ids[dest], sg, (int)w->nsge,
-				 g->raddr[dest] + w->remote_off, g->rkey[dest],
-				 w->imm, smc_wrid(dest, w->first_rec + w->nrec),
+	return rdma_sq_write_imm(g->v.node, g->v.ids[dest], sg, (int)w->nsge,
+				 g->v.raddr[dest] + w->remote_off,
+				 g->v.rkey[dest], w->imm,
+				 smc_wrid(dest, w->first_rec + w->nrec),
 				 RDMA_SQ_SIGNALED, &err);
 }
 
@@ -122,19 +129,19 @@ static void p2p_done(struct group *g, const struct rdma_sq_wc *wc)
 	alloc_complete(g->a, &d);
 	alloc_obj_delete(g->a, hdr);
 	if (rank >= 0)
-		atomic_fetch_sub(&g->p2p_inflight[rank], 1);
+		atomic_fetch_sub(&g->v.p2p_inflight[rank], 1);
 	/* A failed send means a failed peer: the SST suspects it and a view
 	 * change follows; the message is lost with the connection. */
 }
 
-static bool on_wc(void *arg, const struct rdma_sq_wc *wc)
+/* A completion of one of the group's requests (or RDMC's), by the tag of
+ * its wr_id. Progress thread, or the drain once it stopped. */
+static bool take_wc(struct group *g, const struct rdma_sq_wc *wc)
 {
-	struct group *g = arg;
-
-	group_progress_self = g;
 	uint64_t tag = wc->wr_id >> 56;
 	int r;
 
+	group_assert_progress_or_none(g);
 	if (tag == GROUP_WR_SMC) {
 		r = group_config_member_index(&g->vcfg, wc->peer);
 		if (wc->status) {
@@ -143,7 +150,7 @@ static bool on_wc(void *arg, const struct rdma_sq_wc *wc)
 			return true;
 		}
 		if (r >= 0)
-			smc_core_on_write_done(g->core, (uint32_t)r,
+			smc_core_on_write_done(g->v.core, (uint32_t)r,
 					       wc->wr_id & 0xffffffffffull);
 		return true;
 	}
@@ -151,46 +158,54 @@ static bool on_wc(void *arg, const struct rdma_sq_wc *wc)
 		p2p_done(g, wc);
 		return true;
 	}
-	if (g->e && rdmc_engine_handle_wc(g->e, wc))
+	if (g->v.e && rdmc_engine_handle_wc(g->v.e, wc))
 		return true;
 	return false;
+}
+
+static bool on_wc(void *arg, const struct rdma_sq_wc *wc)
+{
+	struct group *g = arg;
+
+	group_progress_enter(g);
+	return take_wc(g, wc);
 }
 
 static bool on_imm(void *arg, uint32_t rank, uint32_t imm)
 {
 	struct group *g = arg;
 
+	group_progress_enter(g);
 	if (smc_imm_is_smc(imm)) {
-		if (smc_core_on_recv(g->core, rank, imm))
+		if (smc_core_on_recv(g->v.core, rank, imm))
 			group_fail(g, -EPROTO, "an SMC run from member %u does "
-				   "not continue its ring", g->ids[rank]);
+				   "not continue its ring", g->v.ids[rank]);
 		return true;
 	}
-	if (g->e && rdmc_engine_on_imm(g->e, g->ids[rank], imm) == 0)
+	if (g->v.e && rdmc_engine_on_imm(g->v.e, g->v.ids[rank], imm) == 0)
 		return true;
 	group_fail(g, -EPROTO, "member %u wrote with immediate 0x%08x, which "
-		   "no part of this member knows", g->ids[rank], imm);
+		   "no part of this member knows", g->v.ids[rank], imm);
 	return true;
 }
 
 static bool on_message(void *arg, uint32_t rank, const void *buf, uint32_t len)
 {
 	struct group *g = arg;
-
-	group_progress_self = g;
 	struct squall_error err = { 0 };
 	struct wire_msg m;
 	int r;
 
-	if (g->e) {
-		r = rdmc_engine_on_message(g->e, g->ids[rank], buf, len);
+	group_progress_enter(g);
+	if (g->v.e) {
+		r = rdmc_engine_on_message(g->v.e, g->v.ids[rank], buf, len);
 		if (r != -ENOMSG)
 			return true;
 	}
 	r = wire_decode(buf, len, &m, &err);
 	if (r || m.type != WIRE_MSG_P2P) {
 		group_fail(g, -EPROTO, "member %u sent a message this member "
-			   "cannot read: %s", g->ids[rank],
+			   "cannot read: %s", g->v.ids[rank],
 			   r ? err.msg : "not a point-to-point message");
 		return true;
 	}
@@ -206,11 +221,11 @@ static bool on_message(void *arg, uint32_t rank, const void *buf, uint32_t len)
 		if (!e) {
 			group_fail(g, -ENOMEM, "out of memory keeping a "
 				   "point-to-point message from member %u",
-				   g->ids[rank]);
+				   g->v.ids[rank]);
 			return true;
 		}
 		e->next = NULL;
-		e->sender = g->ids[rank];
+		e->sender = g->v.ids[rank];
 		e->len = m.payload_len;
 		memcpy(e->payload, m.payload, m.payload_len);
 		if (!g->early_p2p_tail)
@@ -220,7 +235,7 @@ static bool on_message(void *arg, uint32_t rank, const void *buf, uint32_t len)
 		return true;
 	}
 	group_early_p2p_deliver(g);
-	g->cb.p2p_receive(g->ctx, g->ids[rank],
+	g->cb.p2p_receive(g->ctx, g->v.ids[rank],
 			  &(struct buf_desc){ (void *)m.payload,
 					      m.payload_len });
 	return true;
@@ -230,6 +245,8 @@ bool group_early_p2p_deliver(struct group *g)
 {
 	struct group_early_p2p *e;
 	bool any = g->early_p2p != NULL;
+
+	group_assert_progress(g);
 
 	while ((e = g->early_p2p)) {
 		g->early_p2p = e->next;
@@ -246,6 +263,8 @@ void group_early_p2p_free(struct group *g)
 {
 	struct group_early_p2p *e;
 
+	group_assert_no_progress(g);
+
 	while ((e = g->early_p2p)) {
 		g->early_p2p = e->next;
 		free(e);
@@ -253,15 +272,65 @@ void group_early_p2p_free(struct group *g)
 	g->early_p2p_tail = &g->early_p2p;
 }
 
-void group_dispatch_init(struct group *g)
+static void drain_wc(void *arg, const struct rdma_sq_wc *wc)
 {
-	g->dispatch = (struct sst_dispatch){
-		.on_wc = on_wc,
-		.on_imm = on_imm,
-		.on_message = on_message,
-		.on_pass = group_pass,
-		.arg = g,
-	};
+	struct group *g = arg;
+
+	/* The thread that tears the view down takes its completions, after
+	 * the progress thread: the view thread in an install, or
+	 * group_close's. */
+	take_wc(g, wc);
+}
+
+void group_drain(struct group *g)
+{
+	uint64_t left = 0;
+
+	group_assert_no_progress(g);
+
+	/* The progress thread is gone: what the view's requests still hold
+	 * (point-to-point buffers and headers, RDMC control messages and
+	 * transfers) comes back through their flushed completions. */
+	rdma_sq_drain(g->v.node, 1000, drain_wc, g);
+	for (uint32_t i = 0; i < GROUP_CONFIG_MAX_MEMBERS; i++)
+		left += atomic_exchange(&g->v.p2p_inflight[i], 0);
+	atomic_fetch_add(&g->st_p2p_abandoned, left);
+}
+
+/* The node's hooks; the build adds the progress pass and the group. */
+const struct sst_dispatch group_node_hooks = {
+	.on_wc = on_wc,
+	.on_imm = on_imm,
+	.on_message = on_message,
+};
+
+/* The SST suspects a member (or, rank == mine, a peer suspects this
+ * member): report it; the view change is group_view_pass's. */
+void group_on_suspect(struct sst *t, uint32_t rank, uint32_t by,
+		      const char *why, void *arg)
+{
+	struct group *g = arg;
+
+	/* Once every member has flushed, members leaving is the plan. */
+	if (atomic_load(&g->quiet))
+		return;
+	if (rank == g->v.me) {
+		group_fail(g, -ENOTCONN, "member %u: member %u suspects this "
+			   "member, which is cut off from view %" PRIu64 " and "
+			   "stops (only a side with a majority of the view may "
+			   "go on)", g->my_id, g->v.ids[by], g->vcfg.epoch);
+		/* The others count it gone at once. */
+		sst_leave(t);
+		if (g->cb.failure)
+			g->cb.failure(g->ctx, g->my_id, g->fail_msg);
+		return;
+	}
+	/* Reported once the view change that removes it is decided
+	 * (view.c): a member suspected because its links closed while it
+	 * installs the next view is no failure, and stays. */
+	if (!g->v.suspect_why[rank][0])
+		snprintf(g->v.suspect_why[rank], sizeof(g->v.suspect_why[rank]),
+			 "%s", why);
 }
 
 /* ---- SMC set-up ----------------------------------------------------------- */
@@ -271,11 +340,11 @@ int group_smc_setup(struct group *g, struct squall_error *err)
 	const uint8_t *rings[GROUP_CONFIG_MAX_MEMBERS];
 	int r;
 
-	for (uint32_t j = 0; j < g->n; j++)
-		rings[j] = (uint8_t *)g->rings.ptr + (size_t)j * g->geom.cap;
+	for (uint32_t j = 0; j < g->v.n; j++)
+		rings[j] = (uint8_t *)g->v.rings.ptr + (size_t)j * g->geom.cap;
 	r = smc_core_create(&(struct smc_core_params){
-				    .nmembers = g->n,
-				    .me = g->me,
+				    .nmembers = g->v.n,
+				    .me = g->v.me,
 				    .window = g->cfg.smc_window,
 				    .max_payload = g->cfg.smc_max_payload,
 				    .max_sge = 16,
@@ -286,7 +355,7 @@ int group_smc_setup(struct group *g, struct squall_error *err)
 				    .deliver = group_smc_deliver,
 				    .deliver_arg = g,
 			    },
-			    &group_smc_ops, g, g->hdr.ptr, rings, &g->core);
+			    &group_smc_ops, g, g->hdr.ptr, rings, &g->v.core);
 	if (r)
 		return squall_error_set(err, r, "smc: engine set-up failed: %s",
 					strerror(-r));
@@ -298,44 +367,45 @@ int group_smc_setup(struct group *g, struct squall_error *err)
  * member, by construction; the exchange checks it). */
 int group_rings_exchange(struct group *g, struct squall_error *err)
 {
-	uint64_t mine = (uint64_t)((char *)g->rings.ptr - (char *)g->base);
-	uint32_t col = (uint32_t)g->col[COL_SMC_RING];
+	uint64_t mine = (uint64_t)((char *)g->v.rings.ptr - (char *)g->base);
+	uint32_t col = (uint32_t)g->v.col[COL_SMC_RING];
 	uint64_t deadline = group_now_ms() + g->vcfg.connect_timeout_ms;
 
-	sst_set(g->t, col, mine + 1);
-	sst_push_cols(g->t, col, 1);
-	for (uint32_t j = 0; j < g->n; j++) {
+	sst_set(g->v.t, col, mine + 1);
+	sst_push_cols(g->v.t, col, 1);
+	for (uint32_t j = 0; j < g->v.n; j++) {
 		uint64_t off, addr, rlen;
 		int r;
 
-		if (j == g->me)
+		if (j == g->v.me)
 			continue;
-		while ((off = sst_get(g->t, j, col)) == 0) {
+		while ((off = sst_get(g->v.t, j, col)) == 0) {
 			/* In a later view, a survivor that did not come back
 			 * is left to the next view change. */
-			if (g->vcfg.epoch && (sst_suspected(g->t, j) ||
+			if (g->vcfg.epoch && (sst_suspected(g->v.t, j) ||
 					      group_now_ms() > deadline))
 				break;
 			if (group_now_ms() > deadline)
 				return squall_error_set(err, -ETIMEDOUT,
 					"member %u did not publish its SMC rings "
-					"within %u ms", g->ids[j],
+					"within %u ms", g->v.ids[j],
 					g->vcfg.connect_timeout_ms);
 			group_nap();
 		}
 		if (off == 0)
 			continue;
-		r = rdma_sq_remote(g->node, g->ids[j], RDMA_SQ_TARGET_REGION,
-				   &addr, &g->rkey[j], &rlen);
+		r = rdma_sq_remote(g->v.node, g->v.ids[j], RDMA_SQ_TARGET_REGION,
+				   &addr, &g->v.rkey[j], &rlen);
 		if (r)
 			return squall_error_set(err, r, "no RDMA target in "
-						"member %u's region", g->ids[j]);
+						"member %u's region",
+						g->v.ids[j]);
 		off -= 1;
-		if (off + (uint64_t)g->n * g->geom.cap > rlen)
+		if (off + (uint64_t)g->v.n * g->geom.cap > rlen)
 			return squall_error_set(err, -EPROTO,
 				"member %u's SMC rings lie outside its region",
-				g->ids[j]);
-		g->raddr[j] = addr + off + (uint64_t)g->me * g->geom.cap;
+				g->v.ids[j]);
+		g->v.raddr[j] = addr + off + (uint64_t)g->v.me * g->geom.cap;
 	}
 	return 0;
 }

@@ -14,8 +14,12 @@
  * slow down rather than overwrite them. A transfer that failed (a receiver
  * could not lease) fails on every member alike and is delivered nowhere.
  *
- * Each pass also counts, per sender, the messages delivered here and
- * publishes the counts in the SST: group_close() waits on them.
+ * Each pass (group_order_pass, which view.c's group_pass runs when no
+ * view change holds it) also counts, per sender, the messages delivered
+ * here and publishes the counts in the SST: group_close() waits on them.
+ * The end of a view is here too: what this member holds for the view
+ * change (group_have), the delivery of the agreed trim, and, when the
+ * group stops, the report of the own sends it did not deliver.
  */
 #include <endian.h>
 #include <errno.h>
@@ -26,10 +30,18 @@
 
 #include "group/group_int.h"
 
+bool group_rdmc_lost(int status)
+{
+	/* A receiver that could not take the message fails it alike on
+	 * every member; anything else is a connection cut short. */
+	return !(status == -ENOMEM || status == -EMSGSIZE || status == -E2BIG ||
+		 status == -EINVAL);
+}
+
 static void keep(struct group *g, enum group_kept_kind kind,
 		 const struct buf_desc *d, const struct smc_msg *m)
 {
-	struct group_rings *rg = kind == KEPT_SMC ? g->cur_rings : NULL;
+	struct group_rings *rg = kind == KEPT_SMC ? g->v.cur_rings : NULL;
 
 	struct group_kept *k = calloc(1, sizeof(*k));
 
@@ -37,7 +49,7 @@ static void keep(struct group *g, enum group_kept_kind kind,
 		/* Cannot track it: give it back now rather than leak it. */
 		group_fail(g, -ENOMEM, "out of memory keeping a delivery");
 		if (kind == KEPT_SMC)
-			smc_core_release(g->core, m);
+			smc_core_release(g->v.core, m);
 		else if (kind == KEPT_RDMC_RECV)
 			alloc_release(g->a, d);
 		else
@@ -49,18 +61,18 @@ static void keep(struct group *g, enum group_kept_kind kind,
 	k->rings = rg;
 	if (m)
 		k->m = *m;
-	pthread_mutex_lock(&g->lock);
+	group_lock(g);
 	if (rg)
 		rg->kept++;
 	k->next = g->kept;
 	g->kept = k;
-	pthread_mutex_unlock(&g->lock);
+	group_unlock(g);
 }
 
 static void count_delivery(struct group *g, uint32_t sender, size_t len)
 {
-	g->done[sender]++;
-	g->done_dirty = true;
+	g->v.done[sender]++;
+	g->v.done_dirty = true;
 	atomic_fetch_add(&g->st_delivered, 1);
 	atomic_fetch_add(&g->st_delivered_bytes, len);
 }
@@ -72,29 +84,29 @@ static bool deliver_small(struct group *g, const struct smc_msg *m)
 	bool kept;
 
 	count_delivery(g, m->sender, m->len);
-	kept = g->cb.deliver(g->ctx, g->ids[m->sender], g->seq_base + m->seq,
+	kept = g->cb.deliver(g->ctx, g->v.ids[m->sender], g->seq_base + m->seq,
 			     &d);
 	return kept;
 }
 
 static void deliver_large(struct group *g, struct group_xfer *x)
 {
-	bool mine = x->sender == g->me;
+	bool mine = x->sender == g->v.me;
 	struct buf_desc od;
 
 	if (mine) {
 		/* Done with it either way: no view change sends it again. */
 		if (group_own_take(g, x->msg_id, &od) && !x->d.ptr)
 			x->d = od;
-		pthread_mutex_lock(&g->lock);
+		group_lock(g);
 		g->rdmc_inflight--;
 		pthread_cond_broadcast(&g->room);
-		pthread_mutex_unlock(&g->lock);
+		group_unlock(g);
 	}
 	if (x->failed) {
 		/* Delivered nowhere; counted so that close does not wait. */
-		g->done[x->sender]++;
-		g->done_dirty = true;
+		g->v.done[x->sender]++;
+		g->v.done_dirty = true;
 		if (mine) {
 			if (g->cb.send_failed)
 				g->cb.send_failed(g->ctx, &x->d, x->status, x->why);
@@ -104,7 +116,8 @@ static void deliver_large(struct group *g, struct group_xfer *x)
 		return;
 	}
 	count_delivery(g, x->sender, x->d.len);
-	if (g->cb.deliver(g->ctx, g->ids[x->sender], g->seq_base + x->seq, &x->d))
+	if (g->cb.deliver(g->ctx, g->v.ids[x->sender], g->seq_base + x->seq,
+			  &x->d))
 		keep(g, mine ? KEPT_RDMC_SENT : KEPT_RDMC_RECV, &x->d, NULL);
 	else if (mine)
 		alloc_complete(g->a, &x->d);
@@ -117,7 +130,7 @@ static struct group_xfer *xfer_find(struct group *g, uint64_t msg_id,
 {
 	struct group_xfer *x;
 
-	for (x = g->xfers; x; x = x->next)
+	for (x = g->v.xfers; x; x = x->next)
 		if (x->msg_id == msg_id)
 			return x;
 	if (!create)
@@ -126,14 +139,14 @@ static struct group_xfer *xfer_find(struct group *g, uint64_t msg_id,
 	if (!x)
 		return NULL;
 	x->msg_id = msg_id;
-	x->next = g->xfers;
-	g->xfers = x;
+	x->next = g->v.xfers;
+	g->v.xfers = x;
 	return x;
 }
 
 static void xfer_unlink(struct group *g, struct group_xfer *x)
 {
-	struct group_xfer **p = &g->xfers;
+	struct group_xfer **p = &g->v.xfers;
 
 	while (*p && *p != x)
 		p = &(*p)->next;
@@ -154,8 +167,8 @@ static bool enqueue(struct group *g, struct group_xfer *x,
 	it->x = x;
 	if (m)
 		it->m = *m;
-	*g->q_tail = it;
-	g->q_tail = &it->next;
+	*g->v.q_tail = it;
+	g->v.q_tail = &it->next;
 	return true;
 }
 
@@ -164,8 +177,8 @@ static bool drain_queue(struct group *g)
 {
 	bool work = false;
 
-	while (g->q_head) {
-		struct group_item *it = g->q_head;
+	while (g->v.q_head) {
+		struct group_item *it = g->v.q_head;
 
 		/* A transfer lost with a member waits for the view change,
 		 * which decides whether every survivor has it. */
@@ -180,11 +193,11 @@ static bool drain_queue(struct group *g)
 							      it->m.len },
 			     &it->m);
 		} else {
-			smc_core_release(g->core, &it->m);
+			smc_core_release(g->v.core, &it->m);
 		}
-		g->q_head = it->next;
-		if (!g->q_head)
-			g->q_tail = &g->q_head;
+		g->v.q_head = it->next;
+		if (!g->v.q_head)
+			g->v.q_tail = &g->v.q_head;
 		free(it);
 		work = true;
 	}
@@ -194,7 +207,8 @@ static bool drain_queue(struct group *g)
 static void expect(struct group *g, struct group_xfer *x)
 {
 	struct squall_error err = { 0 };
-	int r = rdmc_expect(g->rg, x->msg_id, g->ids[x->sender], x->size, &err);
+	int r = rdmc_expect(g->v.rg, x->msg_id, g->v.ids[x->sender], x->size,
+			    &err);
 
 	x->expect_pending = r == -EBUSY;
 	/* No buffer for it (-ENOMEM): the sender is told and cancels the
@@ -203,11 +217,20 @@ static void expect(struct group *g, struct group_xfer *x)
 	 * here nor failed: this member must not deliver past it while the
 	 * others cannot yet, or a view change in between would split the
 	 * order. */
-	if (r && r != -EBUSY && r != -ENOMEM)
-		group_fail(g, -EPROTO, "member %u cannot receive message %"
-			   PRIu64 " of member %u (%" PRIu64 " bytes): %s",
-			   g->my_id, x->msg_id, g->ids[x->sender], x->size,
-			   err.msg);
+	if (!r || r == -EBUSY || r == -ENOMEM)
+		return;
+	if (group_rdmc_lost(r)) {
+		/* A connection went (the READY could not be sent): the
+		 * transfer is lost with it, and the view change that follows
+		 * decides whether every survivor has the message. */
+		x->failed = true;
+		x->status = r;
+		snprintf(x->why, sizeof(x->why), "%s", err.msg);
+		return;
+	}
+	group_fail(g, -EPROTO, "member %u cannot receive message %" PRIu64
+		   " of member %u (%" PRIu64 " bytes): %s", g->my_id, x->msg_id,
+		   g->v.ids[x->sender], x->size, err.msg);
 }
 
 static void on_announce(struct group *g, const struct smc_msg *m)
@@ -217,7 +240,7 @@ static void on_announce(struct group *g, const struct smc_msg *m)
 
 	if (m->len != sizeof(a)) {
 		group_fail(g, -EPROTO, "member %u announced a large message "
-			   "in %zu bytes, not %zu", g->ids[m->sender], m->len,
+			   "in %zu bytes, not %zu", g->v.ids[m->sender], m->len,
 			   sizeof(a));
 		return;
 	}
@@ -232,24 +255,24 @@ static void on_announce(struct group *g, const struct smc_msg *m)
 	x->seq = m->seq;
 	x->round = m->index;
 	x->announced = true;
-	if (g->ragged) {
+	if (g->v.ragged) {
 		/* Delivering the trim: a large message in it is held by
 		 * every survivor, so here too (the sender: its own). */
-		if (m->sender == g->me || (x->d.ptr && !x->failed)) {
+		if (m->sender == g->v.me || (x->d.ptr && !x->failed)) {
 			x->failed = false;
 			deliver_large(g, x);
 		} else {
 			group_fail(g, -EPROTO, "member %u: the agreed trim "
 				   "holds message %" PRIu64 " of member %u, "
 				   "which this member does not have", g->my_id,
-				   x->msg_id, g->ids[m->sender]);
+				   x->msg_id, g->v.ids[m->sender]);
 		}
 		xfer_unlink(g, x);
 		return;
 	}
 	if (!enqueue(g, x, NULL))
 		return;
-	if (m->sender != g->me && g->n > 1)
+	if (m->sender != g->v.me && g->v.n > 1)
 		expect(g, x);
 }
 
@@ -257,11 +280,13 @@ bool group_smc_deliver(void *arg, const struct smc_msg *m)
 {
 	struct group *g = arg;
 
+	group_assert_progress(g);
+
 	if (m->kind == GROUP_KIND_ANNOUNCE) {
 		on_announce(g, m);
 		return false;
 	}
-	if (g->q_head) {
+	if (g->v.q_head) {
 		/* Behind a large message: wait in the queue, slot held. */
 		return enqueue(g, NULL, m);
 	}
@@ -278,8 +303,10 @@ static void on_received(void *arg, struct rdmc_group *rg, uint64_t msg_id,
 			const char *why)
 {
 	struct group *g = arg;
-	struct group_xfer *x = xfer_find(g, msg_id, false);
+	struct group_xfer *x;
 
+	group_assert_progress_or_none(g);
+	x = xfer_find(g, msg_id, false);
 	(void)rg;
 	(void)sender;
 	if (!x)
@@ -297,8 +324,10 @@ static void on_stable(void *arg, struct rdmc_group *rg, uint64_t msg_id,
 		      uint32_t sender)
 {
 	struct group *g = arg;
-	struct group_xfer *x = xfer_find(g, msg_id, false);
+	struct group_xfer *x;
 
+	group_assert_progress_or_none(g);
+	x = xfer_find(g, msg_id, false);
 	(void)rg;
 	(void)sender;
 	if (x)
@@ -309,14 +338,16 @@ static void on_sent(void *arg, struct rdmc_group *rg, uint64_t msg_id,
 		    const struct buf_desc *d, int status, const char *why)
 {
 	struct group *g = arg;
-	struct group_xfer *x = xfer_find(g, msg_id, true);
+	struct group_xfer *x;
 
+	group_assert_progress_or_none(g);
+	x = xfer_find(g, msg_id, true);
 	(void)rg;
 	if (!x) {
 		group_fail(g, -ENOMEM, "out of memory for a large message");
 		return;
 	}
-	x->sender = g->me;
+	x->sender = g->v.me;
 	x->d = *d;
 	if (status && group_rdmc_lost(status)) {
 		/* Cut short by a failure: the view change delivers it or
@@ -339,7 +370,7 @@ const struct rdmc_callbacks group_rdmc_cb_template = {
 	.stable = on_stable,
 };
 
-/* ---- the pass --------------------------------------------------------------- */
+/* ---- the delivery pass ------------------------------------------------------ */
 
 /* RDMC sends handed over by application threads. */
 static bool start_sends(struct group *g)
@@ -351,30 +382,29 @@ static bool start_sends(struct group *g)
 		struct group_rsend *s;
 		int r;
 
-		pthread_mutex_lock(&g->lock);
-		s = g->rsend_head;
-		pthread_mutex_unlock(&g->lock);
+		group_lock(g);
+		s = g->v.rsend_head;
+		group_unlock(g);
 		if (!s)
 			break;
-		if (g->n == 1) {
-			r = s->submitted ? 0 : alloc_submit(g->a, &s->d);
-			if (!r)
-				on_sent(g, NULL, s->msg_id, &s->d, 0, "");
-		} else if (s->submitted) {
-			r = rdmc_send_submitted(g->rg, s->msg_id, &s->d, &err);
+		/* The group's since its send (send.c), sent again or not. */
+		assert(alloc_state(g->a, s->d.ptr) == ALLOC_SUBMITTED);
+		if (g->v.n == 1) {
+			r = 0;
+			on_sent(g, NULL, s->msg_id, &s->d, 0, "");
 		} else {
-			r = rdmc_send(g->rg, s->msg_id, &s->d, &err);
+			r = rdmc_send_submitted(g->v.rg, s->msg_id, &s->d, &err);
 		}
 		if (r == -EBUSY)
 			break;
 		if (r)
 			group_fail(g, r, "rdmc: starting message %" PRIu64
 				   " failed: %s", s->msg_id, err.msg);
-		pthread_mutex_lock(&g->lock);
-		g->rsend_head = s->next;
-		if (!g->rsend_head)
-			g->rsend_tail = &g->rsend_head;
-		pthread_mutex_unlock(&g->lock);
+		group_lock(g);
+		g->v.rsend_head = s->next;
+		if (!g->v.rsend_head)
+			g->v.rsend_tail = &g->v.rsend_head;
+		group_unlock(g);
 		free(s);
 		work = true;
 	}
@@ -385,7 +415,7 @@ static bool retry_expects(struct group *g)
 {
 	bool work = false;
 
-	for (struct group_xfer *x = g->xfers; x; x = x->next)
+	for (struct group_xfer *x = g->v.xfers; x; x = x->next)
 		if (x->expect_pending) {
 			expect(g, x);
 			work = true;
@@ -396,138 +426,112 @@ static bool retry_expects(struct group *g)
 /* Read the members' SMC counters from the SST. */
 static void read_counters(struct group *g)
 {
-	uint32_t cr = (uint32_t)g->col[COL_SMC_RECV];
-	uint32_t cl = (uint32_t)g->col[COL_SMC_REL];
+	uint32_t cr = (uint32_t)g->v.col[COL_SMC_RECV];
+	uint32_t cl = (uint32_t)g->v.col[COL_SMC_REL];
 
-	for (uint32_t j = 0; j < g->n; j++)
-		for (uint32_t k = 0; k < g->n; k++) {
-			g->recv[j * g->n + k] = sst_get_elem(g->t, j, cr, k);
-			g->rel[j * g->n + k] = sst_get_elem(g->t, j, cl, k);
+	for (uint32_t j = 0; j < g->v.n; j++)
+		for (uint32_t k = 0; k < g->v.n; k++) {
+			g->recv[j * g->v.n + k] = sst_get_elem(g->v.t, j, cr, k);
+			g->rel[j * g->v.n + k] = sst_get_elem(g->v.t, j, cl, k);
 		}
 }
 
 static bool publish(struct group *g)
 {
-	uint32_t cr = (uint32_t)g->col[COL_SMC_RECV];
-	uint32_t cl = (uint32_t)g->col[COL_SMC_REL];
-	uint32_t cd = (uint32_t)g->col[COL_DONE];
+	uint32_t cr = (uint32_t)g->v.col[COL_SMC_RECV];
+	uint32_t cl = (uint32_t)g->v.col[COL_SMC_REL];
+	uint32_t cd = (uint32_t)g->v.col[COL_DONE];
 	bool work = false;
 
-	if (smc_core_take_row(g->core, g->row_recv, g->row_rel)) {
-		for (uint32_t k = 0; k < g->n; k++) {
-			sst_set_elem(g->t, cr, k, g->row_recv[k]);
-			sst_set_elem(g->t, cl, k, g->row_rel[k]);
+	if (smc_core_take_row(g->v.core, g->row_recv, g->row_rel)) {
+		for (uint32_t k = 0; k < g->v.n; k++) {
+			sst_set_elem(g->v.t, cr, k, g->row_recv[k]);
+			sst_set_elem(g->v.t, cl, k, g->row_rel[k]);
 		}
 		work = true;
 	}
-	if (g->done_dirty) {
-		for (uint32_t k = 0; k < g->n; k++)
-			sst_set_elem(g->t, cd, k, g->done[k]);
-		g->done_dirty = false;
+	if (g->v.done_dirty) {
+		for (uint32_t k = 0; k < g->v.n; k++)
+			sst_set_elem(g->v.t, cd, k, g->v.done[k]);
+		g->v.done_dirty = false;
 		work = true;
 	}
 	if (work)
-		sst_push_cols(g->t, cr, cd - cr + 1);
+		sst_push_cols(g->v.t, cr, cd - cr + 1);
 	return work;
 }
 
-bool group_pass(void *arg)
+void group_order_pass(struct group *g, bool *work)
 {
-	struct group *g = arg;
-	bool work = false;
 	int r;
 
-	group_progress_self = g;
-	/* Until every peer's ring is known, no SMC write (a null record
-	 * included) may go out; arrivals wait in the core meanwhile. */
-	if (!atomic_load_explicit(&g->ready, memory_order_acquire))
-		return false;
-	if (group_early_p2p_deliver(g))
-		work = true;
-	if (group_view_pass(g, &work))
-		return work;
+	group_assert_progress(g);
+
+	/* Leaving alone: nothing more is delivered (group_close); the
+	 * SST and RDMC's relaying for the others go on until it leaves. */
+	if (atomic_load(&g->leave_stop)) {
+		if (g->v.e && (r = rdmc_engine_progress(g->v.e, work)))
+			group_fail(g, r, "rdmc: %s",
+				   rdmc_engine_last_error(g->v.e));
+		return;
+	}
 	if (start_sends(g))
-		work = true;
+		*work = true;
 	if (retry_expects(g))
-		work = true;
-	if (g->e && (r = rdmc_engine_progress(g->e, &work)))
-		group_fail(g, r, "rdmc: %s", rdmc_engine_last_error(g->e));
+		*work = true;
+	if (g->v.e && (r = rdmc_engine_progress(g->v.e, work)))
+		group_fail(g, r, "rdmc: %s",
+			   rdmc_engine_last_error(g->v.e));
 	read_counters(g);
-	r = smc_core_progress(g->core, g->recv, g->rel);
+	r = smc_core_progress(g->v.core, g->recv, g->rel);
 	/* An error is a write to a failed member: the SST suspects it and
 	 * the view change takes over. */
 	if (r > 0)
-		work = true;
+		*work = true;
 	if (drain_queue(g))
-		work = true;
+		*work = true;
 	if (publish(g))
-		work = true;
-	return work;
+		*work = true;
 }
 
 void group_order_free(struct group *g)
 {
-	while (g->q_head) {
-		struct group_item *it = g->q_head;
+	group_assert_no_progress(g);
+	while (g->v.q_head) {
+		struct group_item *it = g->v.q_head;
 
-		g->q_head = it->next;
+		g->v.q_head = it->next;
 		free(it);
 	}
-	g->q_tail = &g->q_head;
-	while (g->xfers) {
-		struct group_xfer *x = g->xfers;
+	g->v.q_tail = &g->v.q_head;
+	while (g->v.xfers) {
+		struct group_xfer *x = g->v.xfers;
 
 		/* A received message that is not delivered in this view
 		 * (past the trim) goes back to the slab. */
-		if (x->sender != g->me && x->d.ptr)
+		if (x->sender != g->v.me && x->d.ptr)
 			alloc_release(g->a, &x->d);
-		g->xfers = x->next;
+		g->v.xfers = x->next;
 		free(x);
 	}
 	/* RDMC sends not started: their messages are in g->own, and the
 	 * view change delivered or re-sent them. */
-	while (g->rsend_head) {
-		struct group_rsend *s = g->rsend_head;
+	while (g->v.rsend_head) {
+		struct group_rsend *s = g->v.rsend_head;
 
-		g->rsend_head = s->next;
+		g->v.rsend_head = s->next;
 		free(s);
 	}
-	g->rsend_tail = &g->rsend_head;
+	g->v.rsend_tail = &g->v.rsend_head;
 }
 
 /* ---- the end of a view ---------------------------------------------------- */
-
-static void resend_add(struct group *g, bool large, uint8_t kind,
-		       uint64_t msg_id, const struct buf_desc *d)
-{
-	struct group_resend *rs = calloc(1, sizeof(*rs));
-
-	if (!rs) {
-		group_fail(g, -ENOMEM, "out of memory keeping a message to "
-			   "send again");
-		return;
-	}
-	rs->large = large;
-	rs->kind = kind;
-	rs->msg_id = msg_id;
-	rs->d = *d;
-	*g->resend_tail = rs;
-	g->resend_tail = &rs->next;
-}
-
-static void resend_large(struct group *g, uint64_t msg_id)
-{
-	struct buf_desc d;
-
-	if (group_own_find(g, msg_id, &d))
-		resend_add(g, true, GROUP_KIND_ANNOUNCE, msg_id, &d);
-}
 
 /* A large message is whole here, or failed alike everywhere (a receiver
  * could not lease it: delivered nowhere). */
 static bool xfer_complete(const struct group *g, const struct group_xfer *x)
 {
-	if (x->sender == g->me)
+	if (x->sender == g->v.me)
 		return true;
 	if (x->failed)
 		return !group_rdmc_lost(x->status);
@@ -536,16 +540,17 @@ static bool xfer_complete(const struct group *g, const struct group_xfer *x)
 
 void group_have(struct group *g, uint64_t *have)
 {
-	for (uint32_t s = 0; s < g->n; s++) {
-		uint64_t h = smc_core_received(g->core, s);
+	group_assert_progress(g);
+	for (uint32_t s = 0; s < g->v.n; s++) {
+		uint64_t h = smc_core_received(g->v.core, s);
 
-		if (s != g->me) {
+		if (s != g->v.me) {
 			/* An announcement not delivered yet: its transfer
 			 * has not begun here. */
-			uint64_t cap = smc_core_first_of_kind(g->core, s,
+			uint64_t cap = smc_core_first_of_kind(g->v.core, s,
 							GROUP_KIND_ANNOUNCE);
 
-			for (struct group_xfer *x = g->xfers; x; x = x->next)
+			for (struct group_xfer *x = g->v.xfers; x; x = x->next)
 				if (x->announced && x->sender == s &&
 				    !xfer_complete(g, x) && x->round < cap)
 					cap = x->round;
@@ -566,29 +571,30 @@ static void take_own(void *arg, const void *payload, uint32_t len,
 	(void)cookie;
 	(void)round;
 	if (kind != GROUP_KIND_ANNOUNCE) {
-		resend_add(g, false, kind, 0, &d);
+		group_resend_add(g, false, kind, 0, &d);
 		return;
 	}
 	memcpy(&a, payload, sizeof(a));
-	resend_large(g, le64toh(a.msg_id));
+	group_resend_large(g, le64toh(a.msg_id));
 	/* The announcement itself is made anew. */
 	alloc_complete(g->a, &d);
 }
 
 void group_deliver_trim(struct group *g)
 {
-	const uint64_t *trim = g->vc.trim;
+	const uint64_t *trim = g->v.vc.trim;
 
+	group_assert_progress(g);
 	/* Messages passed by SMC and waiting behind a large one. */
-	while (g->q_head) {
-		struct group_item *it = g->q_head;
+	while (g->v.q_head) {
+		struct group_item *it = g->v.q_head;
 
-		g->q_head = it->next;
+		g->v.q_head = it->next;
 		if (it->x) {
 			struct group_xfer *x = it->x;
 
 			if (x->round < trim[x->sender] && xfer_complete(g, x)) {
-				if (x->sender == g->me && x->failed &&
+				if (x->sender == g->v.me && x->failed &&
 				    group_rdmc_lost(x->status))
 					x->failed = false;
 				deliver_large(g, x);
@@ -597,9 +603,9 @@ void group_deliver_trim(struct group *g)
 					   "trim holds message %" PRIu64 " of "
 					   "member %u, which this member does "
 					   "not have", g->my_id, x->msg_id,
-					   g->ids[x->sender]);
-			} else if (x->sender == g->me) {
-				resend_large(g, x->msg_id);
+					   g->v.ids[x->sender]);
+			} else if (x->sender == g->v.me) {
+				group_resend_large(g, x->msg_id);
 			} else if (x->d.ptr) {
 				alloc_release(g->a, &x->d);
 			}
@@ -610,33 +616,28 @@ void group_deliver_trim(struct group *g)
 					     (void *)it->m.data, it->m.len },
 				     &it->m);
 			else
-				smc_core_release(g->core, &it->m);
+				smc_core_release(g->v.core, &it->m);
 		} else {
-			if (it->m.sender == g->me) {
-				resend_add(g, false, GROUP_KIND_APP, 0,
-					   &(struct buf_desc){
-						   (void *)it->m.data,
-						   it->m.len });
-				smc_core_take_payload(g->core, &it->m);
+			if (it->m.sender == g->v.me) {
+				group_resend_add(g, false, GROUP_KIND_APP, 0,
+						 &(struct buf_desc){
+							 (void *)it->m.data,
+							 it->m.len });
+				smc_core_take_payload(g->v.core, &it->m);
 			}
-			smc_core_release(g->core, &it->m);
+			smc_core_release(g->v.core, &it->m);
 		}
 		free(it);
 	}
-	g->q_tail = &g->q_head;
+	g->v.q_tail = &g->v.q_head;
 	/* Then what SMC holds, up to the trim. */
-	g->ragged = true;
-	smc_core_deliver_trim(g->core, trim);
-	g->ragged = false;
+	g->v.ragged = true;
+	smc_core_deliver_trim(g->v.core, trim);
+	g->v.ragged = false;
 	/* Own messages past the trim, in send order, then those an earlier
 	 * view could not send again. */
-	smc_core_take_own(g->core, take_own, g);
-	if (g->resend_later) {
-		*g->resend_tail = g->resend_later;
-		while (*g->resend_tail)
-			g->resend_tail = &(*g->resend_tail)->next;
-		g->resend_later = NULL;
-	}
+	smc_core_take_own(g->v.core, take_own, g);
+	group_resend_add_later(g);
 }
 
 /* ---- a member out of the group -------------------------------------------- */
@@ -721,22 +722,23 @@ void group_report_unsent(struct group *g, bool known, uint64_t trim_me)
 	struct unsent u = { .g = g, .known = known, .trim_me = trim_me };
 	struct group_resend *rs;
 
+	group_assert_progress(g);
 	/* In order: past the SMC order and waiting behind a large message
 	 * (their payloads taken from the core, which gives back the rest),
 	 * then the SMC order itself, then what an earlier view could not
 	 * send again (sent in no view: not delivered). */
-	for (struct group_item *it = g->q_head; it; it = it->next) {
-		if (it->x && it->x->sender == g->me) {
+	for (struct group_item *it = g->v.q_head; it; it = it->next) {
+		if (it->x && it->x->sender == g->v.me) {
 			unsent_large(&u, it->x->msg_id, it->x->round);
-		} else if (!it->x && it->m.sender == g->me) {
-			smc_core_take_payload(g->core, &it->m);
+		} else if (!it->x && it->m.sender == g->v.me) {
+			smc_core_take_payload(g->v.core, &it->m);
 			unsent_one(&u, &(struct buf_desc){ (void *)it->m.data,
 							   it->m.len },
 				   it->m.index);
 		}
 	}
-	if (g->core)
-		smc_core_take_own(g->core, unsent_take, &u);
+	if (g->v.core)
+		smc_core_take_own(g->v.core, unsent_take, &u);
 	u.known = true;
 	u.again = true;
 	u.trim_me = 0;

@@ -16,7 +16,6 @@ static inline bool has(uint64_t mask, uint32_t j)
  * already wedged. */
 struct scan {
 	uint64_t mask, left, joins;
-	uint64_t left_gone;    /* left, and its row no longer moves */
 	bool joined;
 };
 
@@ -36,8 +35,6 @@ static void scan(const struct vc_in *in, const struct vc_state *st,
 		 * it is installing the next view. */
 		if (r->closing == VC_CLOSE_LEFT) {
 			sc->left |= 1ull << j;
-			if (has(in->suspected, j))
-				sc->left_gone |= 1ull << j;
 		} else if (st->adopted && r->tmask == st->tmask + 1) {
 			continue;
 		} else if (has(in->suspected, j)) {
@@ -55,14 +52,12 @@ static void scan(const struct vc_in *in, const struct vc_state *st,
 static bool changing(const struct vc_in *in, const struct vc_state *st,
 		     const struct scan *sc)
 {
-	/* A failure starts a view change, and so does a join; a leave too,
-	 * unless this member is closing (then the leaver is one more closer,
-	 * and stays until the closers flushed: agree.h) or the leaver is
-	 * gone (its row no longer moves, and the SMC stability of what is
-	 * left to deliver counts it: only a view without it delivers); one a
-	 * peer started is joined. */
-	return st->phase != VC_NONE || sc->mask || sc->joined ||
-	       sc->left_gone || (!in->closing && (sc->left || sc->joins));
+	/* A failure starts a view change, and so does a leave (the leaver
+	 * delivers nothing more: only a view without it delivers what is
+	 * left, even when this member is closing too); a join too, unless
+	 * this member is closing; one a peer started is joined. */
+	return st->phase != VC_NONE || sc->mask || sc->joined || sc->left ||
+	       (!in->closing && sc->joins);
 }
 
 static void adopt(struct vc_state *st, const uint64_t *trim, uint32_t n,

@@ -7,7 +7,9 @@
  * every step.
  *
  * The protocol (virtual synchrony over the SST, after Derecho). A
- * suspicion, a member that left, or a join request wedges the member: its
+ * suspicion, a member that left (group/agree.h: a leaver delivers
+ * nothing more once it says so), or a join request (not while this
+ * member is closing) wedges the member: its
  * sends and normal delivery stop, and it publishes per sender how many
  * rounds it holds (have) with the failure mask it is wedged for (ack =
  * mask + 1). The leader, the lowest rank not in the mask, takes the trim

@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "rdma/node.h"
@@ -120,6 +121,45 @@ int rdma_sq_poll(struct rdma_sq_node *node, struct rdma_sq_wc *out, int max)
 		rdma_sq_cm_drain(node);
 	}
 	return n;
+}
+
+static uint64_t drain_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int rdma_sq_drain(struct rdma_sq_node *node, int timeout_ms,
+		  void (*fn)(void *arg, const struct rdma_sq_wc *wc), void *arg)
+{
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+	uint64_t start = drain_now_ms(), quiet = start;
+	int total = 0;
+
+	for (uint32_t i = 0; i < node->npeers; i++)
+		if (node->peers[i].qp)
+			ibv_modify_qp(node->peers[i].qp, &qa, IBV_QP_STATE);
+	for (;;) {
+		struct rdma_sq_wc wc[32];
+		int n = rdma_sq_poll(node, wc, 32);
+		uint64_t now;
+
+		if (n < 0)
+			return n;
+		for (int i = 0; i < n; i++)
+			fn(arg, &wc[i]);
+		total += n;
+		now = drain_now_ms();
+		if (n)
+			quiet = now;
+		else if (now - quiet >= 20 || now - start >= (uint64_t)timeout_ms)
+			break;
+		else
+			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+	}
+	return total;
 }
 
 int rdma_sq_wait(struct rdma_sq_node *node, int timeout_ms)

@@ -1,15 +1,14 @@
 /*
- * hook.c - test hooks (hook.h): SQUALL_DIE_AT read once, a count per
- * process, SIGKILL at the K-th passage of the named point, after one
- * line on stderr saying where and when (wall clock in ms, the clock the
- * test scripts read).
+ * hook.c - test hooks (hook.h): SQUALL_DIE_AT and SQUALL_FAIL_AT read
+ * once, a count per point, and at the K-th passage SIGKILL (after one
+ * line on stderr saying where and when: wall clock in ms, the clock the
+ * test scripts read) or one failed step.
  */
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,18 +17,35 @@
 
 #include "rdma/hook.h"
 
-static const char *const points[] = {
-	"trim_published", "trim_adopted", "rdmc_mid", "installing",
+struct hook {
+	const char *env;
+	const char *const *points;
+	const char *names;     /* the points, for messages */
+	char at[32];           /* the point named; "" for none */
+	unsigned long nth;     /* at its nth passage */
+	bool bad;              /* the variable names no point */
+	atomic_ulong passed;
 };
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
-static char die_at[32];       /* the point; "" for none */
-static unsigned long die_nth; /* at its K-th passage */
-static bool die_bad;          /* SQUALL_DIE_AT names no point */
+static const char *const die_points[] = {
+	"trim_published", "trim_adopted", "rdmc_mid", "rdmc_refused",
+	"installing", NULL,
+};
+static const char *const fail_points[] = { "rdmc_lease", NULL };
 
-static void parse(void)
+static struct hook hooks[] = {
+	{ .env = "SQUALL_DIE_AT", .points = die_points,
+	  .names = SQUALL_HOOK_DIE_POINTS },
+	{ .env = "SQUALL_FAIL_AT", .points = fail_points,
+	  .names = SQUALL_HOOK_FAIL_POINTS },
+};
+#define NHOOKS (sizeof(hooks) / sizeof(hooks[0]))
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void parse_one(struct hook *h)
 {
-	const char *v = getenv("SQUALL_DIE_AT");
+	const char *v = getenv(h->env);
 	const char *colon;
 	size_t len;
 
@@ -37,57 +53,75 @@ static void parse(void)
 		return;
 	colon = strchr(v, ':');
 	len = colon ? (size_t)(colon - v) : strlen(v);
-	die_nth = colon ? strtoul(colon + 1, NULL, 10) : 1;
-	die_bad = len >= sizeof(die_at) || die_nth == 0;
-	if (die_bad)
+	h->nth = colon ? strtoul(colon + 1, NULL, 10) : 1;
+	h->bad = true;
+	if (len >= sizeof(h->at) || h->nth == 0)
 		return;
-	memcpy(die_at, v, len);
-	die_at[len] = '\0';
-	die_bad = true;
-	for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++)
-		if (!strcmp(die_at, points[i]))
-			die_bad = false;
+	memcpy(h->at, v, len);
+	h->at[len] = '\0';
+	for (const char *const *p = h->points; *p; p++)
+		if (!strcmp(h->at, *p))
+			h->bad = false;
+}
+
+static void parse(void)
+{
+	for (size_t i = 0; i < NHOOKS; i++)
+		parse_one(&hooks[i]);
 }
 
 int squall_hook_check(struct squall_error *err)
 {
-	const char *v = getenv("SQUALL_DIE_AT");
-
 	pthread_once(&once, parse);
-	if (!v || !*v)
-		return 0;
+	for (size_t i = 0; i < NHOOKS; i++) {
+		const char *v = getenv(hooks[i].env);
+
+		if (!v || !*v)
+			continue;
 #ifndef SQUALL_TEST_HOOKS
-	return squall_error_set(err, -EINVAL, "SQUALL_DIE_AT=%s is set, but "
-		"this build of squall has no test hooks (meson setup "
-		"-Dtest_hooks=true)", v);
+		return squall_error_set(err, -EINVAL, "%s=%s is set, but this "
+			"build of squall has no test hooks (meson setup "
+			"-Dtest_hooks=true)", hooks[i].env, v);
 #else
-	if (die_bad)
-		return squall_error_set(err, -EINVAL, "SQUALL_DIE_AT=%s: not "
-			"POINT[:K] with K >= 1 and POINT one of %s", v,
-			SQUALL_HOOK_POINTS);
-	return 0;
+		if (hooks[i].bad)
+			return squall_error_set(err, -EINVAL, "%s=%s: not "
+				"POINT[:K] with K >= 1 and POINT one of %s",
+				hooks[i].env, v, hooks[i].names);
 #endif
+	}
+	return 0;
 }
 
 #ifdef SQUALL_TEST_HOOKS
+/* Whether this passage of point is the one h names. */
+static bool due(struct hook *h, const char *point)
+{
+	pthread_once(&once, parse);
+	return !h->bad && h->at[0] && !strcmp(point, h->at) &&
+	       atomic_fetch_add(&h->passed, 1) + 1 == h->nth;
+}
+
 void squall_hook(const char *point)
 {
-	static atomic_ulong passed;
 	struct timespec ts;
 	char line[160];
 	int n;
 
-	pthread_once(&once, parse);
-	if (die_bad || !die_at[0] || strcmp(point, die_at) ||
-	    atomic_fetch_add(&passed, 1) + 1 != die_nth)
+	if (!due(&hooks[0], point))
 		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
 	n = snprintf(line, sizeof(line), "DYING pid=%d wall_ms=%" PRIu64
 		     " why=test hook %s:%lu\n", (int)getpid(),
 		     (uint64_t)ts.tv_sec * 1000u +
-			     (uint64_t)ts.tv_nsec / 1000000u, point, die_nth);
+			     (uint64_t)ts.tv_nsec / 1000000u, point,
+		     hooks[0].nth);
 	if (n > 0 && write(2, line, (size_t)n) < 0)
 		n = 0;
 	raise(SIGKILL);
+}
+
+bool squall_hook_fail(const char *point)
+{
+	return due(&hooks[1], point);
 }
 #endif

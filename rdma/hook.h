@@ -1,38 +1,55 @@
 /*
  * hook.h - named protocol points where a process of a test-hook build
- * (meson -Dtest_hooks=true) kills itself, as kill -9 would, when the
- * environment says so: SQUALL_DIE_AT=POINT[:K] dies the K-th time (1 by
- * default) the process reaches POINT. The VM tests and the membership
- * benchmark use them to die at a precise step of a view change instead
- * of at a time a script guessed. In other builds the points compile to
- * nothing, and SQUALL_DIE_AT makes group_create()/group_join() fail
- * (squall_hook_check) rather than be ignored.
+ * (meson -Dtest_hooks=true) kills itself, as kill -9 would, or fails a
+ * step, when the environment says so:
+ *   SQUALL_DIE_AT=POINT[:K]   die the K-th time (1 by default) the
+ *                             process reaches POINT (squall_hook);
+ *   SQUALL_FAIL_AT=POINT[:K]  fail the step at its K-th passage
+ *                             (squall_hook_fail returns true once).
+ * The VM tests and the membership benchmark use them to act at a precise
+ * step instead of at a time a script guessed. In other builds the points
+ * compile to nothing, and either variable makes group_create() and
+ * group_join() fail (squall_hook_check) rather than be ignored.
  *
- * Points (SQUALL_HOOK_POINTS):
+ * Points to die at (SQUALL_HOOK_DIE_POINTS):
  *   trim_published  the view change's leader pushed the trim it computed
  *   trim_adopted    another member pushed its adoption of the trim
  *   rdmc_mid        a receiver holds half the blocks of a large message
+ *   rdmc_refused    a sender learnt that a receiver cannot take its
+ *                   message (before it tells anyone)
  *   installing      the old view is torn down, the next not yet built
+ * Steps to fail (SQUALL_HOOK_FAIL_POINTS):
+ *   rdmc_lease      a receiver's lease of a large message's buffer
  */
 #ifndef SQUALL_RDMA_HOOK_H
 #define SQUALL_RDMA_HOOK_H
 
+#include <stdbool.h>
+
 #include <squall/error.h>
 
-#define SQUALL_HOOK_POINTS \
-	"trim_published, trim_adopted, rdmc_mid, installing"
+#define SQUALL_HOOK_DIE_POINTS \
+	"trim_published, trim_adopted, rdmc_mid, rdmc_refused, installing"
+#define SQUALL_HOOK_FAIL_POINTS "rdmc_lease"
 
 #ifdef SQUALL_TEST_HOOKS
 void squall_hook(const char *point);
+bool squall_hook_fail(const char *point);
 #else
 static inline void squall_hook(const char *point)
 {
 	(void)point;
 }
+
+static inline bool squall_hook_fail(const char *point)
+{
+	(void)point;
+	return false;
+}
 #endif
 
-/* 0 when SQUALL_DIE_AT is unset, or set to a known point in a test-hook
- * build; otherwise -EINVAL with err saying what is wrong. */
+/* 0 when neither variable is set, or each names a known point in a
+ * test-hook build; otherwise -EINVAL with err saying what is wrong. */
 int squall_hook_check(struct squall_error *err);
 
 #endif /* SQUALL_RDMA_HOOK_H */

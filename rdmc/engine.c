@@ -133,6 +133,7 @@ struct rdmc_engine {
 			struct rdmc_ctl c; } *out_head, **out_tail;
 	int broken;             /* a control message was lost: the engine
 				   cannot go on (rdmc_engine_progress) */
+	bool wedged;            /* rdmc_engine_wedge: HAVEs held back */
 	/* Control messages for a group this member has not created yet (a
 	 * peer created it first): replayed by rdmc_group_create. */
 	struct early { uint32_t peer; struct rdmc_ctl c; } early[EARLY_MAX];
@@ -460,7 +461,11 @@ static void check_done(struct rdmc_engine *e, struct xfer *x)
 		x->member_done = true;
 		x->leased = false;
 		e->st.transfers_received++;
-		send_done(e, x, member_id(g, x->sender), RDMC_DONE_HAVE, 0);
+		/* Wedged: what this member holds now is for the view change
+		 * to agree on; telling the sender would let members that are
+		 * not wedged yet deliver it past that agreement. */
+		if (!e->wedged)
+			send_done(e, x, member_id(g, x->sender), RDMC_DONE_HAVE, 0);
 		g->cb.received(g->cb.arg, g, x->msg_id, member_id(g, x->sender),
 			       &x->buf, 0, "");
 	}
@@ -560,6 +565,8 @@ static void on_ready(struct rdmc_engine *e, struct rdmc_group *g, unsigned from,
 		m->slot = c->slot;
 		m->len = c->len;
 	} else if (!x->fail) {
+		if (x->role == ROLE_SEND)
+			squall_hook("rdmc_refused");
 		x->fail = c->status < 0 ? c->status : -EPROTO;
 		x->fail_member = from;
 	}
@@ -911,7 +918,8 @@ int rdmc_expect(struct rdmc_group *g, uint64_t msg_id, uint32_t sender,
 	slot = slot_of(e, x);
 	x->sender = (unsigned)s;
 	x->size = size;
-	ret = alloc_lease(e->a, 1, &sz, &x->buf);
+	ret = squall_hook_fail("rdmc_lease") ? -ENOMEM
+					       : alloc_lease(e->a, 1, &sz, &x->buf);
 	if (ret) {
 		/* Tell the sender; the slot stays pending until its ABORT,
 		 * which the received callback reports. */
@@ -1141,6 +1149,11 @@ void rdmc_group_destroy(struct rdmc_group *g)
 void rdmc_engine_stats(const struct rdmc_engine *e, struct rdmc_stats *st)
 {
 	*st = e->st;
+}
+
+void rdmc_engine_wedge(struct rdmc_engine *e)
+{
+	e->wedged = true;
 }
 
 int rdmc_engine_progress(struct rdmc_engine *e, bool *work)

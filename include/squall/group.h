@@ -22,17 +22,22 @@
  *  - group_close() flushes: every message any member sent before it closed
  *    is delivered on every member before it returns.
  *
- * Upcalls run on the member's progress thread, one at a time, in delivery
- * order. They may lease, send and release, but must not call
+ * Upcalls never run two at a time. deliver, p2p_receive, send_failed and
+ * failure run on the member's progress thread, deliveries in delivery
+ * order. view runs inside group_create() (and group_join()) for the
+ * first view and on the group's view thread for every later one, before
+ * anything of that view is delivered; state_save runs on the view thread
+ * too, while nothing is delivered, and state_load inside group_join().
+ * failure also runs on the view thread when installing a view fails.
+ * Upcalls may lease, send and release, but must not call
  * group_barrier() or group_close(). Nothing an upcall calls waits (what
  * it would wait for is freed by the thread running it): an ordered send
  * fails with -EAGAIN when the window is full, all large-message slots are
  * in use or a view change is under way, and group_send_copy() with
  * -ENOMEM when the region has no room; the buffer is still the caller's.
  * A delivery the upcall keeps stays intact until group_release(), across
- * view changes. Only the view upcall runs inside
- * group_create() (and group_join()); deliveries and point-to-point
- * messages start as it returns (a message a faster peer sent earlier is
+ * view changes. Deliveries and point-to-point messages start as the
+ * first view upcall returns (a message a faster peer sent earlier is
  * kept until then), so an upcall may run before the caller has stored the
  * returned pointer: one that needs it must wait for the caller to publish
  * it.
@@ -218,17 +223,23 @@ int group_release(struct group *g, const struct buf_desc *d);
  * limit). */
 int group_barrier(struct group *g, int timeout_ms, struct squall_error *err);
 
-/* Flush and leave. When every member of the view closes (within half a
- * second of each other), wait until every ordered message sent by any
- * member before its close is delivered on every member. When the others
- * go on, this is a clean leave: wait until every message this member
- * sent is delivered on every member, then leave; the others install a
- * view without it (no failure is reported). Members that must all see
- * everything close after a group_barrier(). Then disconnect and free
- * everything (g is gone, and with it the allocator and any kept
- * delivery). A failed member does not hold the others back. Returns 0,
- * or -ENOTCONN / -ETIMEDOUT (after timeout_ms; < 0: no limit) when the
- * flush could not complete (g is freed all the same). */
+/* Flush and leave. New sends are refused (-ESHUTDOWN) from the call on.
+ * When every member of the view closes (within half a second of each
+ * other), wait until every ordered message sent by any member before its
+ * close is delivered on every member, then until every other member got
+ * there too (or failed). When the others go on, this is a clean leave:
+ * wait until every message this member sent is delivered on every
+ * member; from then on this member delivers nothing more, and it leaves
+ * once every other member is changing to a view without it (or finished
+ * closing, or failed); the others install that view (no failure is
+ * reported). Members that must all see everything close after a
+ * group_barrier(). A stopped group first waits, at most twice
+ * sst.suspect_timeout_ms, for the send_failed upcalls of its lost sends.
+ * Then disconnect and free everything (g is gone, and with it the
+ * allocator and any kept delivery). A failed member does not hold the
+ * others back. Returns 0, or -ENOTCONN / -ETIMEDOUT (after timeout_ms;
+ * < 0: no limit) when the flush could not complete (g is freed all the
+ * same). */
 int group_close(struct group *g, int timeout_ms, struct squall_error *err);
 
 /* 0 while the group works; otherwise the code every call now returns
@@ -272,6 +283,10 @@ struct group_stats {
 				      the others do not deliver */
 	uint64_t sends_unknown;    /* ... and those it cannot tell (both
 				      told through send_failed) */
+	uint64_t p2p_abandoned;    /* point-to-point sends whose completion
+				      never came before their view's
+				      connections went (their buffers are
+				      lost with them): 0 */
 };
 void group_stats(struct group *g, struct group_stats *st);
 

@@ -242,6 +242,15 @@ struct rdma_sq_wc {
  * connection events (a peer's disconnect) now and then. */
 int rdma_sq_poll(struct rdma_sq_node *node, struct rdma_sq_wc *out, int max);
 
+/* Before rdma_sq_destroy: move every queue pair to the error state, so
+ * that every request still posted completes (flushed), and hand each
+ * completion to fn until none came for 20 ms or timeout_ms passed: the
+ * buffers those requests held can then be given back instead of leaking
+ * with the node. Returns how many completions fn got, or a negative
+ * errno when the completion queue fails. Nothing may post meanwhile. */
+int rdma_sq_drain(struct rdma_sq_node *node, int timeout_ms,
+		  void (*fn)(void *arg, const struct rdma_sq_wc *wc), void *arg);
+
 /* Block until a completion or a connection event may be ready, or
  * timeout_ms passes (-1: no limit). Returns 0 when woken (then poll),
  * -ETIMEDOUT, or another negative errno. Completions already queued before

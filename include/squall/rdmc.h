@@ -273,6 +273,14 @@ int rdmc_engine_on_imm(struct rdmc_engine *e, uint32_t peer, uint32_t imm);
 /* The engine's counters. */
 void rdmc_engine_stats(const struct rdmc_engine *e, struct rdmc_stats *st);
 
+/* The member is wedged for a view change: from now on a receiver that
+ * completes a transfer keeps it to itself (no HAVE to the sender), so no
+ * member learns it is held everywhere and delivers it on RDMC's word:
+ * what the wedged member holds is the view change's to agree on (it
+ * publishes it in its SST row). Blocks still move (relaying for the
+ * others). For the rest of the engine's life. */
+void rdmc_engine_wedge(struct rdmc_engine *e);
+
 /* Work the engine cannot do from completions alone, once per progress
  * pass: control messages kept because they could not be posted (a full
  * send queue, no buffer), and block writes a full send queue put off.

@@ -4,8 +4,14 @@
  *
  * usage: simulate [--seeds N] [--first S] [--members MIN-MAX]
  *                 [--plant-early-delivery] [--plant-leave-early]
+ *                 [--plant-leaver-delivers] [--plant-have-while-wedged]
+ *                 [--small-only]
  *        simulate --seed S [--trace] [--members MIN-MAX]
  *                 [--plant-early-delivery] [--plant-leave-early]
+ *                 [--plant-leaver-delivers] [--plant-have-while-wedged]
+ *                 [--small-only]
+ * --small-only: no large messages, and the event mix of the simulator
+ * before it modelled them (seeds found then replay exactly).
  * Prints each violating seed with what it broke, then
  *   SUMMARY simulate schedules=N violations=V members=MIN-MAX schedules_per_s=R
  * and exits 1 when V > 0.
@@ -31,8 +37,12 @@ static void usage(void)
 	fprintf(stderr, "usage: simulate [--seeds N] [--first S] "
 		"[--members MIN-MAX] [--plant-early-delivery] "
 		"[--plant-leave-early]\n"
+		"                [--plant-leaver-delivers] [--plant-have-while-wedged]\n"
+		"                [--small-only]\n"
 		"       simulate --seed S [--trace] [--members MIN-MAX] "
-		"[--plant-early-delivery] [--plant-leave-early]\n");
+		"[--plant-early-delivery] [--plant-leave-early]\n"
+		"                [--plant-leaver-delivers] [--plant-have-while-wedged]\n"
+		"                [--small-only]\n");
 	exit(2);
 }
 
@@ -46,6 +56,9 @@ int main(int argc, char **argv)
 		{ "members", required_argument, 0, 'm' },
 		{ "plant-early-delivery", no_argument, 0, 'S' },
 		{ "plant-leave-early", no_argument, 0, 'L' },
+		{ "plant-leaver-delivers", no_argument, 0, 'D' },
+		{ "plant-have-while-wedged", no_argument, 0, 'H' },
+		{ "small-only", no_argument, 0, 'O' },
 		{ 0, 0, 0, 0 },
 	};
 	struct vc_sim_opts o = { .nmin = 3, .nmax = 7 };
@@ -67,6 +80,9 @@ int main(int argc, char **argv)
 			break;
 		case 'S': o.plant_early_delivery = true; break;
 		case 'L': o.plant_leave_early = true; break;
+		case 'D': o.plant_leaver_delivers = true; break;
+		case 'H': o.plant_have_while_wedged = true; break;
+		case 'O': o.small_only = true; break;
 		default: usage();
 		}
 	}

@@ -19,6 +19,7 @@
 #define ROUND_MAX 1024    /* rounds one sender sends at most */
 #define NULL_ROUND UINT16_MAX /* struct vc_sim.mseq of a null round */
 #define SCHED_MAX 24      /* closes, joins and faults of one schedule */
+#define LARGE_PCT 20      /* messages that are large (sent by RDMC) */
 
 /* The segments of a row, as group.c declares them (plus the header). */
 enum seg { SEG_HDR, SEG_RECV, SEG_DONE, SEG_CLOSE, SEG_VC, SEG_JOIN, NSEG };
@@ -69,9 +70,30 @@ struct member {
 	uint64_t have[SIM_MAX];        /* rounds held per sender */
 	uint64_t cap[SIM_MAX];         /* rounds that will still arrive */
 	uint64_t done[SIM_MAX];        /* messages delivered per sender */
-	uint64_t next_pos;             /* next round-robin position */
+	uint64_t next_pos;             /* next position SMC passes */
+	uint64_t app_pos;              /* next position delivered: those
+					  between wait in the delivery queue,
+					  behind a large message */
 	uint64_t ndelivered;
-	uint64_t normal_end;           /* positions delivered normally */
+	uint64_t lcap[SIM_MAX];        /* per sender, no large round below it
+					  lacks its payload here */
+	uint64_t lnext[SIM_MAX];       /* per sender, no large round below it
+					  has its transfer still to go on here
+					  (held and known stable) */
+};
+
+/* A round's payload, when the round is a large message: its announcement
+ * went by SMC; the payload goes by RDMC (masks of members). */
+struct payload {
+	bool large;
+	uint8_t ready;                 /* receivers that passed the announcement
+					  (rdmc_expect: their READY) */
+	uint8_t held;                  /* members holding the payload */
+	uint8_t told;                  /* ... that told the sender so (their
+					  HAVE): one wedged when it landed
+					  holds it back (rdmc_engine_wedge) */
+	uint8_t dead;                  /* members it will never reach */
+	uint8_t stable;                /* members told it is held everywhere */
 };
 
 struct detect {
@@ -89,6 +111,7 @@ struct vc_sim {
 	uint64_t msgs[SIM_MAX];            /* messages sent */
 	uint16_t mseq[SIM_MAX][ROUND_MAX]; /* per round: its message number,
 					      or NULL_ROUND */
+	struct payload pay[SIM_MAX][ROUND_MAX];
 	struct detect det[SIM_MAX * SIM_MAX * 2];
 	uint32_t ndet;
 	struct vs_history h;
@@ -314,9 +337,31 @@ void vc_sim_detect(struct vc_sim *s, uint32_t j, uint32_t c)
 	trace(s, "member %u suspects %u", j, c);
 }
 
+/* Member c's link to k goes down: of the payloads k does not hold yet,
+ * c's own never reach it (a sender whose link is gone completes none of
+ * its transfers there), and another sender's reach it or not, by chance
+ * (c may have been the relay it came through). */
+static void lose_payloads(struct vc_sim *s, uint32_t c, uint32_t k)
+{
+	for (uint32_t snd = 0; snd < s->n; snd++) {
+		if (snd == k)
+			continue;
+		for (uint64_t r = s->m[k].lnext[snd]; r < s->sent[snd]; r++) {
+			struct payload *py = &s->pay[snd][r];
+
+			if (!py->large || (py->held >> k & 1) ||
+			    (py->dead >> k & 1))
+				continue;
+			if (snd == c || chance(s, 50))
+				py->dead |= (uint8_t)(1u << k);
+		}
+	}
+}
+
 /* Member c's links go down (crash, partition side, its old view dropped
- * at install, or its group closed): what is in flight may be lost, and
- * the data it sent reaches some members and not others. */
+ * at install, or its group closed): what is in flight may be lost, the
+ * data it sent reaches some members and not others, and so may the
+ * payloads it sent or relayed. */
 static void cut_off(struct vc_sim *s, uint32_t c, uint64_t peers)
 {
 	for (uint32_t k = 0; k < s->n; k++) {
@@ -327,6 +372,7 @@ static void cut_off(struct vc_sim *s, uint32_t c, uint64_t peers)
 		s->l[c][k].up = false;
 		s->m[k].cap[c] = s->m[k].have[c] +
 			below(s, s->sent[c] - s->m[k].have[c] + 1);
+		lose_payloads(s, c, k);
 		if (!s->m[k].crashed)
 			add_detect(s, k, c, 1 + below(s, 400));
 	}
@@ -361,6 +407,7 @@ static void partition(struct vc_sim *s)
 					s->l[b][a].count = 0;
 					s->l[b][a].up = false;
 					s->m[a].cap[b] = s->m[a].have[b];
+					lose_payloads(s, b, a);
 					add_detect(s, a, b, 1 + below(s, 400));
 				}
 		}
@@ -369,12 +416,19 @@ static void partition(struct vc_sim *s)
 /* ---- data ------------------------------------------------------------ */
 
 /* Sender snd's next round, a message or a null, reaches every member its
- * link is up to (in order, with delays: arrive()). */
-static void send_round(struct vc_sim *s, uint32_t snd, bool msg)
+ * link is up to (in order, with delays: arrive()). A large message's
+ * round is its announcement; the sender holds its payload from the
+ * start. */
+static void send_round(struct vc_sim *s, uint32_t snd, bool msg, bool large)
 {
 	uint64_t r = s->sent[snd];
 
 	s->mseq[snd][r] = msg ? (uint16_t)s->msgs[snd]++ : NULL_ROUND;
+	s->pay[snd][r] = (struct payload){
+		.large = large,
+		.held = (uint8_t)(1u << snd),
+		.told = (uint8_t)(1u << snd),
+	};
 	s->sent[snd] = r + 1;
 	s->m[snd].have[snd] = r + 1;
 	for (uint32_t k = 0; k < s->n; k++)
@@ -382,14 +436,28 @@ static void send_round(struct vc_sim *s, uint32_t snd, bool msg)
 			s->m[k].cap[snd] = r + 1;
 }
 
-void vc_sim_send(struct vc_sim *s, uint32_t snd)
+static void send_msg(struct vc_sim *s, uint32_t snd, bool large)
 {
 	struct member *m = &s->m[snd];
 
 	/* A closing member sends nothing more. */
 	if (!running(m) || m->wedged || m->close || s->sent[snd] >= ROUND_MAX)
 		return;
-	send_round(s, snd, true);
+	send_round(s, snd, true, large);
+	if (large)
+		trace(s, "member %u announces large message #%" PRIu64
+		      " (round %" PRIu64 ")", snd, s->msgs[snd] - 1,
+		      s->sent[snd] - 1);
+}
+
+void vc_sim_send(struct vc_sim *s, uint32_t snd)
+{
+	send_msg(s, snd, false);
+}
+
+void vc_sim_send_large(struct vc_sim *s, uint32_t snd)
+{
+	send_msg(s, snd, true);
 }
 
 /* An idle sender's null rounds, by SMC's rule (smc/order.h): enough that
@@ -403,7 +471,7 @@ static void send_nulls(struct vc_sim *s, uint32_t j)
 	if (k > ROUND_MAX - s->sent[j])
 		k = ROUND_MAX - s->sent[j];
 	for (uint64_t i = 0; i < k; i++)
-		send_round(s, j, false);
+		send_round(s, j, false, false);
 	if (k)
 		trace(s, "member %u sends %" PRIu64 " null round%s", j, k,
 		      k == 1 ? "" : "s");
@@ -425,6 +493,90 @@ void vc_sim_arrive_all(struct vc_sim *s)
 		for (uint32_t k = 0; k < s->n; k++)
 			while (arrive(s, snd, k))
 				;
+}
+
+/* ---- large messages ------------------------------------------------------ */
+
+/* The receivers of sender snd's transfers: every other member. */
+static uint8_t receivers(const struct vc_sim *s, uint32_t snd)
+{
+	return (uint8_t)(all_bits(s) & ~(1ull << snd));
+}
+
+/* The first large round of sender snd whose payload member j does not
+ * hold (or the rounds sent, when there is none). */
+static uint64_t large_cap(struct vc_sim *s, uint32_t j, uint32_t snd)
+{
+	uint64_t *c = &s->m[j].lcap[snd];
+
+	while (*c < s->sent[snd] && (!s->pay[snd][*c].large ||
+				     (s->pay[snd][*c].held >> j & 1)))
+		(*c)++;
+	return *c;
+}
+
+/* What member j holds for the view change (group_have): all its own
+ * rounds; another sender's rounds as they arrived, but never past a
+ * large message whose payload is not here (its announcement not passed
+ * yet, or its transfer not complete), so that a trim never holds a large
+ * message some survivor lacks. */
+static void vc_have(struct vc_sim *s, uint32_t j, uint64_t *have)
+{
+	const struct member *m = &s->m[j];
+
+	memset(have, 0, SIM_MAX * sizeof(*have));
+	for (uint32_t snd = 0; snd < s->n; snd++) {
+		uint64_t c = snd == j ? UINT64_MAX : large_cap(s, j, snd);
+
+		have[snd] = m->have[snd] < c ? m->have[snd] : c;
+	}
+}
+
+/* RDMC at member k takes sender snd's first transfer that is not over
+ * here one step further: its payload lands here, once every receiver
+ * passed the announcement (the sender moves nothing before every READY
+ * is in); or k learns that every member holds it (the stable callback:
+ * the sender had every receiver's HAVE and tells k over its link). It
+ * runs from completions: on a wedged member too, and on one leaving
+ * alone until it is gone. Returns whether it moved. */
+bool vc_sim_rdmc(struct vc_sim *s, uint32_t k, uint32_t snd)
+{
+	struct member *m = &s->m[k];
+	uint8_t bit = (uint8_t)(1u << k);
+	uint64_t *c = &m->lnext[snd];
+	struct payload *py;
+
+	if (!running(m))
+		return false;
+	while (*c < s->sent[snd] && (!s->pay[snd][*c].large ||
+				     (s->pay[snd][*c].held &
+				      s->pay[snd][*c].stable & bit)))
+		(*c)++;
+	if (*c >= s->sent[snd])
+		return false;
+	py = &s->pay[snd][*c];
+	if (py->dead & bit)
+		return false;
+	if (!(py->held & bit)) {
+		if (py->ready != receivers(s, snd))
+			return false;
+		py->held |= bit;
+		if (!m->wedged || s->o.plant_have_while_wedged)
+			py->told |= bit;
+		trace(s, "payload of large message #%u of member %u (round %"
+		      PRIu64 ") lands at member %u%s%s",
+		      (unsigned)s->mseq[snd][*c], snd,
+		      *c, k, py->held == all_bits(s) ? ": every member holds it"
+		      : "", py->told & bit ? "" : " (wedged: no HAVE)");
+		return true;
+	}
+	if (py->told != all_bits(s) || (k != snd && !s->l[snd][k].up))
+		return false;
+	py->stable |= bit;
+	trace(s, "member %u learns that large message #%u of member %u is "
+	      "held everywhere (stable)", k, (unsigned)s->mseq[snd][*c],
+	      snd);
+	return true;
 }
 
 void vc_sim_drop(struct vc_sim *s, uint32_t from, uint32_t to)
@@ -462,24 +614,43 @@ static void deliver(struct vc_sim *s, uint32_t j, uint64_t pos)
 		       msg_hash(snd, q));
 }
 
+/* The trim, as group_deliver_trim delivers it: what waits in the
+ * delivery queue, then the positions SMC has not passed here, each
+ * below its sender's trim. A large message in it needs its payload here
+ * (the group fails with -EPROTO otherwise). */
 static void deliver_trim(struct vc_sim *s, uint32_t j)
 {
 	struct member *m = &s->m[j];
 	uint64_t end = vc_trim_end(m->st.trim, s->n);
 
 	/* What it delivered before the wedge must be inside the trim. */
-	for (uint64_t p = 0; p < m->normal_end; p++)
+	for (uint64_t p = 0; p < m->app_pos; p++)
 		if (p / s->n >= m->st.trim[p % s->n])
 			violation(s, "member %u delivered round %" PRIu64 " of "
 				  "member %u before the wedge; the trim it "
 				  "adopted ends that sender at %" PRIu64, j,
 				  p / s->n, (uint32_t)(p % s->n),
 				  m->st.trim[p % s->n]);
-	for (uint64_t p = m->next_pos; p < end; p++)
-		if (p / s->n < m->st.trim[p % s->n])
-			deliver(s, j, p);
-	if (end > m->next_pos)
-		m->next_pos = end;
+	for (uint64_t p = m->app_pos; p < end; p++) {
+		uint32_t snd = (uint32_t)(p % s->n);
+		uint64_t r = p / s->n;
+
+		if (r >= m->st.trim[snd])
+			continue;
+		if (r < s->sent[snd] && s->pay[snd][r].large &&
+		    !(s->pay[snd][r].held >> j & 1)) {
+			violation(s, "member %u's trim holds large message #%u "
+				  "of member %u (round %" PRIu64 "), which it "
+				  "does not have", j, (unsigned)s->mseq[snd][r],
+				  snd, r);
+			continue;
+		}
+		deliver(s, j, p);
+	}
+	if (end > m->app_pos)
+		m->app_pos = end;
+	if (m->app_pos > m->next_pos)
+		m->next_pos = m->app_pos;
 	trace(s, "member %u delivers the trim (end %" PRIu64 ")", j, end);
 }
 
@@ -533,6 +704,11 @@ static void depart(struct vc_sim *s, uint32_t j, const char *why)
 	cut_off(s, j, all_bits(s));
 }
 
+/* SMC passes the positions stable here in round-robin order; passing a
+ * large message's announcement is where a receiver joins its transfer
+ * (rdmc_expect: its READY). Then the delivery queue: each position is
+ * delivered in order, a large message once this member learned that
+ * every member holds its payload, and what follows waits behind it. */
 static void normal_delivery(struct vc_sim *s, uint32_t j)
 {
 	struct member *m = &s->m[j];
@@ -540,17 +716,31 @@ static void normal_delivery(struct vc_sim *s, uint32_t j)
 	for (;;) {
 		uint64_t p = m->next_pos, r = p / s->n;
 		uint32_t snd = (uint32_t)(p % s->n);
+		bool passes = true;
 
-		for (uint32_t k = 0; k < s->n; k++) {
+		for (uint32_t k = 0; k < s->n && passes; k++) {
 			uint64_t got = k == j ? m->have[snd] :
 				m->seen[k].recv[snd];
 
-			if (got <= r)
-				return;
+			passes = got > r;
 		}
-		deliver(s, j, p);
+		if (!passes)
+			break;
+		if (snd != j && s->pay[snd][r].large)
+			s->pay[snd][r].ready |= (uint8_t)(1u << j);
 		m->next_pos++;
-		m->normal_end = m->next_pos;
+	}
+	while (m->app_pos < m->next_pos) {
+		uint64_t p = m->app_pos, r = p / s->n;
+		uint32_t snd = (uint32_t)(p % s->n);
+
+		if (s->pay[snd][r].large && !(s->pay[snd][r].stable >> j & 1))
+			break;
+		if (s->pay[snd][r].large)
+			trace(s, "member %u delivers large message #%u of member "
+			      "%u", j, (unsigned)s->mseq[snd][r], snd);
+		deliver(s, j, p);
+		m->app_pos++;
 	}
 }
 
@@ -749,6 +939,22 @@ static bool close_turn(struct vc_sim *s, uint32_t j)
 
 /* ---- the step ---------------------------------------------------------- */
 
+/* What member j publishes for the view change, in the trace. */
+static void trace_have(struct vc_sim *s, uint32_t j, const uint64_t *have,
+		       uint64_t ack)
+{
+	char buf[SIM_MAX * 22];
+	size_t len = 0;
+
+	if (!s->o.trace)
+		return;
+	buf[0] = 0;
+	for (uint32_t k = 0; k < s->n; k++)
+		len += (size_t)snprintf(buf + len, sizeof(buf) - len, "%s%"
+					PRIu64, k ? " " : "", have[k]);
+	trace(s, "member %u publishes have [%s], ack %" PRIx64, j, buf, ack);
+}
+
 /* The view-change pass (group_view_pass): the core's step on the rows as
  * the member has them, its actions applied to its row and delivery.
  * Returns whether a view change is under way, with the actions taken in
@@ -757,6 +963,7 @@ static bool view_pass(struct vc_sim *s, uint32_t j, unsigned *acts)
 {
 	struct member *m = &s->m[j];
 	struct vc_row rows[SIM_MAX];
+	uint64_t have[SIM_MAX];
 	struct vc_out out;
 	struct vc_in in = {
 		.n = s->n,
@@ -765,10 +972,11 @@ static bool view_pass(struct vc_sim *s, uint32_t j, unsigned *acts)
 		.inview = all_bits(s),
 		.closing = m->close != 0,
 		.rows = rows,
-		.have = m->have,
+		.have = have,
 	};
 	bool on;
 
+	vc_have(s, j, have);
 	in.landed = true;
 	for (uint32_t k = 0; k < s->n; k++)
 		if (k != j && !(m->suspected >> k & 1) && s->l[j][k].up &&
@@ -799,10 +1007,14 @@ static bool view_pass(struct vc_sim *s, uint32_t j, unsigned *acts)
 		return true;
 	}
 	if (out.acts & VC_ACT_PUBLISH) {
-		if (memcmp(m->row.have, m->have, sizeof(m->have)) ||
-		    m->row.ack != out.ack)
+		/* Pushed when it says something new: payloads that landed
+		 * since (transfers go on while it is wedged) raise it. */
+		if (memcmp(m->row.have, have, sizeof(have)) ||
+		    m->row.ack != out.ack) {
 			m->dirty = true;
-		memcpy(m->row.have, m->have, sizeof(m->have));
+			trace_have(s, j, have, out.ack);
+		}
+		memcpy(m->row.have, have, sizeof(have));
 		m->row.ack = out.ack;
 	}
 	if (out.acts & VC_ACT_ADOPT) {
@@ -824,7 +1036,7 @@ void vc_sim_member_step(struct vc_sim *s, uint32_t j)
 	struct member *m = &s->m[j];
 	uint64_t close0 = m->close;
 	unsigned acts = 0;
-	bool on = false, early, quiet, leave = false;
+	bool on = false, early, quiet, leave = false, delivers;
 
 	if (!running(m))
 		return;
@@ -843,11 +1055,16 @@ void vc_sim_member_step(struct vc_sim *s, uint32_t j)
 		if (!running(m))
 			return;
 	}
-	if (!on && !m->wedged) {
+	/* A member leaving alone delivers nothing more (group_pass stops
+	 * at leave_stop): no delivery, no nulls, no counters; RDMC goes on
+	 * (vc_sim_rdmc). The planted bug keeps its delivery, as group/ once
+	 * did. */
+	delivers = m->close != VC_CLOSE_LEFT || s->o.plant_leaver_delivers;
+	if (!on && !m->wedged && delivers) {
 		normal_delivery(s, j);
 		send_nulls(s, j);
 	}
-	if (!on)
+	if (!on && delivers)
 		publish_counters(s, j);
 	if (m->close && !early && !(acts & VC_ACT_INSTALL))
 		leave = close_turn(s, j);
@@ -910,10 +1127,14 @@ static void fire_detections(struct vc_sim *s)
 }
 
 /* One random event: a member's pass, a push landing, a round arriving,
- * a message sent. */
+ * a step of a large message's transfer, a message sent (small or
+ * large). */
 static void random_event(struct vc_sim *s, bool sends)
 {
-	uint64_t pick = below(s, 12);
+	/* Small messages only: the event mix of the simulator before it
+	 * modelled large ones, so that a seed found then replays exactly. */
+	uint64_t kinds = s->o.small_only ? 12 : 14;
+	uint64_t pick = below(s, kinds);
 
 	s->now++;
 	s->events++;
@@ -925,10 +1146,16 @@ static void random_event(struct vc_sim *s, bool sends)
 		uint32_t to = (uint32_t)below(s, s->n);
 
 		vc_sim_deliver(s, from, to);
-	} else if (pick < 11 || !sends) {
+	} else if (pick < 11 || (pick == kinds - 1 && !sends)) {
 		arrive(s, (uint32_t)below(s, s->n), (uint32_t)below(s, s->n));
+	} else if (pick < kinds - 1) {
+		uint32_t k = (uint32_t)below(s, s->n);
+
+		vc_sim_rdmc(s, k, (uint32_t)below(s, s->n));
 	} else {
-		vc_sim_send(s, (uint32_t)below(s, s->n));
+		uint32_t snd = (uint32_t)below(s, s->n);
+
+		send_msg(s, snd, !s->o.small_only && chance(s, LARGE_PCT));
 	}
 }
 
@@ -1120,26 +1347,53 @@ static void check_flushers(struct vc_sim *s)
 }
 
 /* A member that left in order had every message it sent delivered at
- * every member that installed the next view or flushed. */
+ * every member that installed the next view or flushed, and what it
+ * delivered itself is a prefix of what each of them delivered in the
+ * view (it delivers nothing once it says it leaves; what it delivered
+ * before was stable, so inside their trim). */
 static void check_leavers(struct vc_sim *s)
 {
 	for (uint32_t l = 0; l < s->n; l++) {
+		const struct vs_member *a = &s->h.m[l];
+
 		if (!s->m[l].departed || s->m[l].close != VC_CLOSE_LEFT)
 			continue;
 		for (uint32_t k = 0; k < s->n; k++) {
 			const struct member *m = &s->m[k];
+			const struct vs_member *b = &s->h.m[k];
+			const char *how;
+			size_t i;
 
 			if (k == l || !(m->installed ||
 					(m->departed && m->close == 2)))
 				continue;
+			how = m->installed ? "installed the next view" :
+				"flushed";
 			if (m->done[l] < s->msgs[l])
 				violation(s, "member %u left in order, but "
 					  "member %u, which %s, delivered only "
 					  "%" PRIu64 " of the %" PRIu64
-					  " messages it sent", l, k,
-					  m->installed ? "installed the next "
-					  "view" : "flushed", m->done[l],
-					  s->msgs[l]);
+					  " messages it sent", l, k, how,
+					  m->done[l], s->msgs[l]);
+			for (i = 0; i < a->ndels && i < b->ndels; i++)
+				if (a->dels[i].sender != b->dels[i].sender ||
+				    a->dels[i].mseq != b->dels[i].mseq)
+					break;
+			if (i < a->ndels && i < b->ndels)
+				violation(s, "member %u left in order, but "
+					  "delivered (sender %u, #%" PRIu64 ") "
+					  "as its message %zu, where member %u, "
+					  "which %s, delivered (sender %u, #%"
+					  PRIu64 ")", l, a->dels[i].sender,
+					  a->dels[i].mseq, i, k, how,
+					  b->dels[i].sender, b->dels[i].mseq);
+			else if (i < a->ndels)
+				violation(s, "member %u left in order, but "
+					  "delivered (sender %u, #%" PRIu64 ") "
+					  "as its message %zu, where member %u, "
+					  "which %s, delivered only %zu in the "
+					  "view", l, a->dels[i].sender,
+					  a->dels[i].mseq, i, k, how, b->ndels);
 		}
 	}
 }

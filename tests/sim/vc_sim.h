@@ -4,10 +4,11 @@
  * the real close agreements (group/agree.c) over a simulated SST and data
  * plane, with faults at any step, judged by the virtual-synchrony checker
  * (tests/vsync) and by the simulator's own checks of what the checker
- * cannot see (a member delivering a message it does not hold, members
- * installing different next views, a change or a close that never ends,
- * a leaver's messages missing where the group went on, flushers that
- * disagree).
+ * cannot see (a member delivering a message it does not hold, or a trim
+ * holding a large message whose payload it lacks, members installing
+ * different next views, a change or a close that never ends, a leaver's
+ * messages missing where the group went on or a leaver delivering what
+ * the group did not, flushers that disagree).
  *
  * What is simulated, and how:
  * - The SST: every member's row is pushed to every peer over a per-link
@@ -24,13 +25,33 @@
  *   an idle sender sends so that the rounds it holds of the others can be
  *   delivered. A sender whose links go down reaches some members with its
  *   last rounds and not others (ragged ends).
- * - Normal delivery: round-robin order over senders, a round delivered
+ * - Large messages (a fifth of the messages), as group/order.c sends
+ *   them: the round is the announcement, the payload goes by RDMC. A
+ *   receiver joins the transfer (READY) when SMC passes the announcement
+ *   there; once every receiver did, the payload lands at each one at a
+ *   random later event, independently (the sender holds it from the
+ *   start); once every member holds it, each member learns so at a
+ *   random later event of its own (the stable callback, from the sender
+ *   over its link). Transfers go on while members are wedged, and at a
+ *   member leaving alone until it is gone. When a member's link goes
+ *   down (crash, partition, install, departure), the payloads it sent
+ *   that a peer lacks never reach that peer, and the ones it may have
+ *   relayed reach it or not, by chance.
+ * - Normal delivery: round-robin order over senders, SMC passing a round
  *   once every member's published received counter covers it (SMC's
- *   stability rule); it stops at the wedge, and from the wedge on a
- *   member publishes neither counter (its pass stops at the view step, as
- *   group_pass does). The trim is delivered as the group delivers it:
- *   every position below the trim's end whose round is below that
- *   sender's trim. Nulls are passed over, not delivered, and not counted.
+ *   stability rule), then the delivery queue: a large message is
+ *   delivered once this member learned that every member holds its
+ *   payload, and everything after it waits. It stops at the wedge, and
+ *   from the wedge on a member publishes neither counter (its pass stops
+ *   at the view step, as group_pass does). A member leaving alone
+ *   delivers nothing more from the moment it says so. What a member
+ *   publishes as have (group_have) is all of its own rounds and, of
+ *   each other sender, the rounds it received but never past the first
+ *   large message whose payload is not here; a wedged member publishes
+ *   it again when payloads land. The trim is delivered as the group
+ *   delivers it: every position below the trim's end whose round is
+ *   below that sender's trim, a large message only with its payload
+ *   here. Nulls are passed over, not delivered, and not counted.
  * - Closes, as group_close drives agree.h: a closer stops sending and
  *   publishes closing = 1 with the messages it sent. Each of its steps
  *   takes a turn of group_close's waits on the rows it has, before or
@@ -76,6 +97,17 @@ struct vc_sim_opts {
 	/* A closer leaves alone at once, without waiting for
 	 * ag_own_flushed (its messages delivered everywhere): */
 	bool plant_leave_early;
+	/* A member leaving alone keeps delivering after it published
+	 * VC_CLOSE_LEFT, as group/ once did: */
+	bool plant_leaver_delivers;
+	/* A wedged member still tells a large message's sender that it
+	 * holds the payload (RDMC's HAVE), as group/ once did: members not
+	 * yet wedged then deliver it past the trim the wedged one's have
+	 * decides: */
+	bool plant_have_while_wedged;
+	/* Small messages only, with the event mix of the simulator before
+	 * it modelled large messages: seeds found then replay exactly. */
+	bool small_only;
 	FILE *trace;             /* each event, or NULL */
 };
 
@@ -101,6 +133,11 @@ bool vc_sim_deliver(struct vc_sim *s, uint32_t from, uint32_t to);
 void vc_sim_crash(struct vc_sim *s, uint32_t j);
 void vc_sim_detect(struct vc_sim *s, uint32_t j, uint32_t c);
 void vc_sim_send(struct vc_sim *s, uint32_t sender);  /* one message */
+void vc_sim_send_large(struct vc_sim *s, uint32_t sender);
+/* One step of sender's first transfer not over at member k: its payload
+ * lands at k, or k learns that every member holds it. False when it
+ * cannot move yet. */
+bool vc_sim_rdmc(struct vc_sim *s, uint32_t k, uint32_t sender);
 void vc_sim_arrive_all(struct vc_sim *s);  /* every sent round everywhere */
 void vc_sim_drop(struct vc_sim *s, uint32_t from, uint32_t to); /* lose
 						what is in flight on a link */

@@ -2,9 +2,10 @@
  * test_vc_sim.c - the view-change core (group/vcore.c) and the close
  * agreements (group/agree.c) under the deterministic simulator
  * (tests/sim/vc_sim.h): thousands of random schedules of failures,
- * closes and joins judged for virtual synchrony, schedules that replay
- * exactly, the simulator catching planted bugs, and scripted schedules
- * (of holes it found, and of each way a member closes) as regressions.
+ * closes, joins and large messages judged for virtual synchrony,
+ * schedules that replay exactly, the simulator catching planted bugs, and
+ * scripted schedules (of holes it found, and of each way a member closes)
+ * as regressions.
  */
 #include <inttypes.h>
 #include <setjmp.h>
@@ -85,14 +86,17 @@ static void test_schedules(void **state)
  *    would never answer. A peer at 2 now proves flushed (agree.c).
  *  - 5074, 100161: a leaver died (or its links went) while the others
  *    were closing: closers start no change for a leave, so none removed
- *    it. A leaver that is gone now starts one (vcore.c). */
+ *    it. A leaver that is gone now starts one (vcore.c).
+ * They were found before the simulator modelled large messages: they run
+ * with small messages only, which replays those schedules exactly. */
 static void test_close_holes(void **state)
 {
 	static const uint64_t seeds[] = { 183, 267, 1164, 1967, 5074, 100161 };
 	(void)state;
 
 	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
-		struct vc_sim_opts o = { .seed = seeds[i], .nmin = 3, .nmax = 7 };
+		struct vc_sim_opts o = { .seed = seeds[i], .nmin = 3, .nmax = 7,
+					 .small_only = true };
 		struct vc_sim_result r;
 
 		if (vc_sim_run(&o, &r))
@@ -116,58 +120,71 @@ static void test_replay(void **state)
 	assert_int_equal(a.crashes, b.crashes);
 }
 
-/* A planted bug: the trim delivered as soon as it is adopted, as group/
- * did before the simulator found what that allows (a leader delivers its
- * trim and dies before anyone adopted it; the others agree on another).
- * The simulator must find it, or it proves nothing. */
+/* How many of seeds 1..seeds break with the bugs `plant` plants and pass
+ * without them: a simulator that cannot find a planted bug proves
+ * nothing, and counting only seeds that pass clean makes it the plant it
+ * finds. */
+static uint64_t planted_caught(const char *what, uint64_t seeds,
+			       const struct vc_sim_opts *plant)
+{
+	struct vc_sim_opts clean_o = { .nmin = 3, .nmax = 7 };
+	struct vc_sim_opts o = *plant;
+	uint64_t found = 0;
+
+	o.nmin = 3;
+	o.nmax = 7;
+	for (uint64_t seed = 1; seed <= seeds; seed++) {
+		struct vc_sim_result planted, clean;
+
+		o.seed = clean_o.seed = seed;
+		if (!vc_sim_run(&o, &planted) || vc_sim_run(&clean_o, &clean))
+			continue;
+		if (!found++)
+			printf("%s: seed %" PRIu64 ": %s (and no violation "
+			       "without the plant)\n", what, seed, planted.first);
+	}
+	printf("%s: %" PRIu64 " of %" PRIu64 " schedules caught\n", what,
+	       found, seeds);
+	return found;
+}
+
+/* The trim delivered as soon as it is adopted, as group/ did before the
+ * simulator found what that allows (a leader delivers its trim and dies
+ * before anyone adopted it; the others agree on another). */
 static void test_planted_bug_caught(void **state)
 {
 	(void)state;
-	struct vc_sim_opts o = { .nmin = 3, .nmax = 7,
-				 .plant_early_delivery = true };
-	uint64_t found = 0;
-
-	for (uint64_t seed = 1; seed <= SCHEDULES; seed++) {
-		struct vc_sim_result r;
-
-		o.seed = seed;
-		if (vc_sim_run(&o, &r) && !found++)
-			printf("planted early delivery: seed %" PRIu64 ": %s\n",
-			       seed, r.first);
-	}
-	printf("planted early delivery: %" PRIu64 " of %d schedules caught\n",
-	       found, SCHEDULES);
-	assert_true(found > 0);
+	assert_true(planted_caught("planted early delivery", SCHEDULES,
+		&(struct vc_sim_opts){ .plant_early_delivery = true }) > 0);
 }
 
-/* A planted bug on the close path: a closer leaves alone at once,
- * without waiting until every message it sent is delivered everywhere
- * (ag_own_flushed). The simulator must find it within a thousand seeds,
- * and on seeds that pass without the plant: it is the plant it finds. */
+/* On the close path: a closer leaves alone at once, without waiting until
+ * every message it sent is delivered everywhere (ag_own_flushed). */
 static void test_planted_leave_caught(void **state)
 {
 	(void)state;
-	struct vc_sim_opts o = { .nmin = 3, .nmax = 7 };
-	uint64_t found = 0;
+	assert_true(planted_caught("planted early leave", 1000,
+		&(struct vc_sim_opts){ .plant_leave_early = true }) > 0);
+}
 
-	for (uint64_t seed = 1; seed <= 1000; seed++) {
-		struct vc_sim_result planted, clean;
+/* With large messages, as group/ had them: a wedged member still tells a
+ * large message's sender it holds the payload (RDMC's HAVE), so members
+ * not wedged yet deliver it on RDMC's word while the have the wedged one
+ * published decides a trim without it; and, on top, a member leaving
+ * alone keeps delivering after it said so. */
+static void test_planted_have_caught(void **state)
+{
+	(void)state;
+	assert_true(planted_caught("planted HAVE while wedged", 5000,
+		&(struct vc_sim_opts){ .plant_have_while_wedged = true }) > 0);
+}
 
-		o.seed = seed;
-		o.plant_leave_early = true;
-		if (!vc_sim_run(&o, &planted))
-			continue;
-		o.plant_leave_early = false;
-		if (vc_sim_run(&o, &clean))
-			continue;
-		if (!found++)
-			printf("planted early leave: seed %" PRIu64 ": %s (and "
-			       "no violation without the plant)\n", seed,
-			       planted.first);
-	}
-	printf("planted early leave: %" PRIu64 " of 1000 schedules caught\n",
-	       found);
-	assert_true(found > 0);
+static void test_planted_leaver_caught(void **state)
+{
+	(void)state;
+	assert_true(planted_caught("planted leaver delivering", 5000,
+		&(struct vc_sim_opts){ .plant_have_while_wedged = true,
+				       .plant_leaver_delivers = true }) > 0);
 }
 
 /* Step members 0..n-1 except `skip` and land their pushes everywhere,
@@ -272,6 +289,62 @@ static void test_leave_alone(void **state)
 	vc_sim_free(s);
 }
 
+/* The leave the VM found (4 members): each sends a message, then member 0
+ * a large one; SMC passes its announcement everywhere, but its payload
+ * has not landed yet when member 3 leaves alone; 0, 1 and 2 wedge for
+ * the leave with have stopping before it, and 0 leads a trim without
+ * it. Then the payload lands everywhere. The wedged members hold their
+ * HAVE back, so no member learns it is stable, and a leaver delivers
+ * nothing more once it said so: 3 does not deliver it. With the planted
+ * bugs (HAVE while wedged, a leaver that keeps delivering) 3 learns it
+ * is stable and delivers it, and the others never do in this view. */
+static void leaver_large(bool plant, struct vc_sim_result *r)
+{
+	struct vc_sim_opts o = { .seed = 14, .plant_leaver_delivers = plant,
+				 .plant_have_while_wedged = plant,
+				 .trace = getenv("VC_TRACE") ? stdout : NULL };
+	struct vc_sim *s = vc_sim_new(4, &o);
+
+	assert_non_null(s);
+	for (uint32_t j = 0; j < 4; j++)
+		vc_sim_send(s, j);
+	vc_sim_send_large(s, 0);
+	vc_sim_arrive_all(s);
+	run_fair(s, 4, 5);
+	vc_sim_close(s, 3);
+	for (int i = 0; i < 20 && !vc_sim_adopted(s, 0); i++) {
+		vc_sim_member_step(s, 3);
+		for (uint32_t k = 0; k < 4; k++)
+			while (vc_sim_deliver(s, 3, k))
+				;
+		run_until_adopted(s, 4, 0, 3, 3);
+	}
+	assert_true(vc_sim_adopted(s, 0));
+	for (uint32_t k = 1; k < 4; k++)
+		assert_true(vc_sim_rdmc(s, k, 0));
+	/* Stable only on the word of a wedged member's HAVE. */
+	assert_true(vc_sim_rdmc(s, 3, 0) == plant);
+	vc_sim_member_step(s, 3);
+	vc_sim_finish(s, 100000, r);
+	vc_sim_free(s);
+}
+
+static void test_leaver_large(void **state)
+{
+	(void)state;
+	struct vc_sim_result r;
+
+	leaver_large(false, &r);
+	if (r.violations)
+		printf("%s\n", r.first);
+	assert_int_equal(r.violations, 0);
+	assert_int_equal(r.left, 1);
+	assert_int_equal(r.installed, 3);
+	leaver_large(true, &r);
+	printf("planted leaver delivering: %s\n", r.first);
+	assert_true(r.violations > 0);
+}
+
 /* 4 members close together once everything is delivered: they flush
  * together, with no view change. */
 static void test_flush_together(void **state)
@@ -328,12 +401,15 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_leader_dies_after_one_adopted),
 		cmocka_unit_test(test_leave_alone),
+		cmocka_unit_test(test_leaver_large),
 		cmocka_unit_test(test_flush_together),
 		cmocka_unit_test(test_join_alone),
 		cmocka_unit_test(test_close_holes),
 		cmocka_unit_test(test_replay),
 		cmocka_unit_test(test_planted_bug_caught),
 		cmocka_unit_test(test_planted_leave_caught),
+		cmocka_unit_test(test_planted_have_caught),
+		cmocka_unit_test(test_planted_leaver_caught),
 		cmocka_unit_test(test_schedules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,7 +12,13 @@
 #    drop it in the next change);
 #  - rdmc_mid: with no other change, member 1 dies holding half the
 #    blocks of its 10th large message (rdmc.block_size 16K: 200 KB
-#    messages are 13 blocks).
+#    messages are 13 blocks);
+#  - refused: member 2 cannot lease the buffer of its 5th large message
+#    (--fail-at rdmc_lease:5) and says so to the sender, which dies the
+#    moment it learns it (every other member has --die-at rdmc_refused):
+#    the cancellation never comes, so no member may have delivered past
+#    that message when the view change decides (member 2 least of all:
+#    it must wait like the others, not skip it on its own).
 # Each round: the survivors end in a view of exactly themselves, their
 # histories pass vs_check, the leaver is reported by no one, and every
 # failure upcall names the victim (see view_common.sh).
@@ -50,4 +56,26 @@ hook_round adopted 1 trim_adopted 3 "0 2" 0,2
 hook_round installing 2 installing 3 "0 1" 0,1
 SETS="$SETS rdmc.block_size=16K"
 hook_round rdmc_mid 1 rdmc_mid:10 "" "0 2 3" 0,2,3
+
+EXTRA=([0]="--die-at rdmc_refused" [1]="--die-at rdmc_refused"
+       [2]="--fail-at rdmc_lease:5" [3]="--die-at rdmc_refused")
+start_members refused
+line=$(wait_any "^DYING " 180 "${PID[0]} ${PID[1]} ${PID[3]}" "$OUT"/refused.[013].err) ||
+    fail "refused: no sender died on member 2's refusal within 180 s"
+victim=
+for i in 0 1 3; do
+    grep -q "^DYING " "$OUT/refused.$i.err" && victim=$i
+done
+reap_member refused "$victim"
+echo "ok: refused: member 2 refused a large message of member $victim, which died: $line"
+surv=$(echo 0 1 2 3 | tr ' ' '\n' | grep -vx "$victim" | tr '\n' ' ')
+surv=${surv% }
+for i in $surv; do
+    wait_line "$OUT/refused.$i.out" "^VIEW member=$i epoch=[0-9]+ members=${surv// /,} " 180 "${PID[$i]}" ||
+        fail "refused: member $i installed no view with members ${surv// /,} within 180 s$(stop_note refused "$i")"
+done
+sleep 3
+stop_streaming refused
+finish_members refused "$surv" 300 0
+check_survivors refused "$surv" "$victim" "${surv// /,}" "${KILL_MS[$victim]}"
 echo "PASS"

@@ -11,7 +11,8 @@
  * view change, which a script polling the output would often miss.
  * With a test-hook build (meson -Dtest_hooks=true), --die-at POINT[:K]
  * dies inside the group at a named protocol point (rdma/hook.h); that
- * DYING line is on stderr.
+ * DYING line is on stderr. --fail-at POINT[:K] fails a step there (e.g.
+ * rdmc_lease: the 5th lease of a large message's buffer).
  * Each message is {sender, pad, counter, len, checksum of the rest} plus
  * bytes pseudo-random from (sender, counter), so every byte is checked on
  * delivery, and each sender's counters must arrive exactly in order: a
@@ -42,7 +43,8 @@
  *   FROM member=I sender=J count=C         (per member of the first view)
  *   STATS member=I epoch=E wedges=W commits=C resent=R
  *   KEPT member=I kept=K released=R damaged=D   (with --keep)
- *   P2P member=I to=J sent=S refused=R          (with --p2p-flood)
+ *   P2P member=I to=J sent=S refused=R abandoned=A (with --p2p-flood;
+ *          A: group_stats p2p_abandoned)
  *   P2PFROM member=I sender=J count=C          (point-to-point received)
  *   UNSENT member=I lost=L unknown=U first=F    (send_failed upcalls:
  *          -ENOTCONN / -ECONNABORTED; F the lowest counter told)
@@ -639,7 +641,8 @@ static void usage(void)
 	fprintf(stderr, "usage: view_member --config CFG --id N [--set k=v]... "
 		"[--secs S] [--stop-file F] [--sizes B,..] [--rate N] "
 		"[--die-after-ms M] [--die-on-commit K] [--log FILE] "
-		"[--keep K] [--echo K] [--die-at POINT[:K]] [--p2p-flood]\n");
+		"[--keep K] [--echo K] [--die-at POINT[:K]] "
+		"[--fail-at POINT[:K]] [--p2p-flood]\n");
 }
 
 int main(int argc, char **argv)
@@ -659,6 +662,7 @@ int main(int argc, char **argv)
 		{ "echo", required_argument, 0, 'E' },
 		{ "die-at", required_argument, 0, 'D' },
 		{ "p2p-flood", no_argument, 0, 'P' },
+		{ "fail-at", required_argument, 0, 'F' },
 		{ 0, 0, 0, 0 },
 	};
 	static const size_t def_sizes[] = { 64, 1000, 4000, 200000, 8000 };
@@ -700,6 +704,7 @@ int main(int argc, char **argv)
 		case 'E': m->echo = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'D': setenv("SQUALL_DIE_AT", optarg, 1); break;
 		case 'P': m->p2p_flood = true; break;
+		case 'F': setenv("SQUALL_FAIL_AT", optarg, 1); break;
 		case 'z':
 			for (char *t = strtok(optarg, ","); t && m->nsizes < MAX_SIZES;
 			     t = strtok(NULL, ","))
@@ -793,7 +798,8 @@ int main(int argc, char **argv)
 		       (uint64_t)atomic_load(&m->kept_damaged));
 	if (m->p2p_flood)
 		printf("P2P member=%u to=%u sent=%" PRIu64 " refused=%" PRIu64
-		       "\n", m->id, m->p2p_to, m->p2p_sent, m->p2p_refused);
+		       " abandoned=%" PRIu64 "\n", m->id, m->p2p_to,
+		       m->p2p_sent, m->p2p_refused, st.p2p_abandoned);
 	for (uint32_t i = 0; i < MAX_IDS; i++)
 		if (m->p2p_from[i])
 			printf("P2PFROM member=%u sender=%u count=%" PRIu64 "\n",

@@ -1,0 +1,276 @@
+/*
+ * epoch.c - one view's parts (struct group_epoch, g->v), built for the
+ * view in g->vcfg and torn down at its end, as one unit.
+ *
+ * The parts already exist (rdma node, SST, SMC core, RDMC engine); the
+ * build makes them over the group's region in a fixed order, so that
+ * every member's region has the same layout, and lets the SST's progress
+ * thread drive all of them (link.c, order.c). The first view is built by
+ * the start (group.c), every later one by the view thread (view.c) under
+ * epoch_lock (write), after it tore the last one down; the last one is
+ * torn down by group_close once the view thread stopped.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "group/group_int.h"
+
+int group_make_layout(uint32_t n, struct sst_layout **out, int *col,
+		      struct squall_error *err)
+{
+	struct sst_column cols[COL_COUNT] = {
+		/* Segments (with_prev: one with the column before): what a
+		 * member publishes together is read together. */
+		[COL_SMC_RECV] = { "smc_received", SST_COL_U64_ARRAY, n },
+		[COL_SMC_REL] = { "smc_released", SST_COL_U64_ARRAY, n, true },
+		[COL_SMC_RING] = { "smc_rings", SST_COL_U64, 0 },
+		[COL_DONE] = { "delivered", SST_COL_U64_ARRAY, n },
+		[COL_SENT] = { "sent", SST_COL_U64, 0 },
+		[COL_BARRIER] = { "barrier", SST_COL_U64, 0, true },
+		[COL_CLOSING] = { "closing", SST_COL_U64, 0, true },
+		/* the view change (vcore.h): what I hold, the mask I am
+		 * wedged for, the trim I adopted and the mask it is for */
+		[COL_HAVE] = { "have", SST_COL_U64_ARRAY, n },
+		[COL_ACK] = { "wedged_for", SST_COL_U64, 0, true },
+		[COL_TRIM] = { "trim", SST_COL_U64_ARRAY, n, true },
+		[COL_TADD] = { "trim_adds", SST_COL_U64, 0, true },
+		[COL_TMASK] = { "trim_mask", SST_COL_U64, 0, true },
+		[COL_JOIN] = { "joins_asked", SST_COL_U64, 0 },
+	};
+	int r = sst_layout_create(cols, COL_COUNT, out, err);
+
+	if (r || !col)
+		return r;
+	for (int i = 0; i < COL_COUNT; i++)
+		col[i] = sst_layout_find(*out, cols[i].name);
+	return 0;
+}
+
+/* The view's SMC rings, one per sender, leased from the region. */
+static int lease_rings(struct group *g, struct squall_error *err)
+{
+	size_t sz = (size_t)g->v.n * g->geom.cap;
+	struct group_rings *rg = calloc(1, sizeof(*rg));
+	int r;
+
+	if (!rg)
+		return squall_error_set(err, -ENOMEM, "out of memory");
+	r = alloc_lease(g->a, 1, &sz, &rg->d);
+	if (r) {
+		free(rg);
+		return squall_error_set(err, r, "%s: group.region_size (%" PRIu64
+			" bytes) has no room for %u SMC rings of %" PRIu64
+			" bytes (smc.window %u x smc.max_payload %u)",
+			g->cfg.path, g->cfg.region_size, g->v.n, g->geom.cap,
+			g->cfg.smc_window, g->cfg.smc_max_payload);
+	}
+	memset(rg->d.ptr, 0, sz);
+	g->v.rings = rg->d;
+	g->v.cur_rings = rg;
+	return 0;
+}
+
+/* The view is over: its rings go once no kept delivery points into them. */
+static void rings_retire(struct group *g, struct group_rings *rg)
+{
+	if (!rg)
+		return;
+	group_lock(g);
+	rg->retired = true;
+	if (rg->kept) {
+		group_unlock(g);
+		return;
+	}
+	group_unlock(g);
+	alloc_release(g->a, &rg->d);
+	free(rg);
+}
+
+static int start_rdma(struct group *g, struct squall_error *err)
+{
+	struct rdma_sq_options ro = {
+		.max_send_wr = 512,
+		.max_recv_wr = GROUP_RECV_DEPTH + 16,
+		.max_sge = 16,
+	};
+	int r;
+
+	r = rdma_sq_create(&g->vcfg, g->my_id, g->base, g->len, &ro, &g->v.node,
+			   err);
+	if (!r)
+		r = rdma_sq_connect_all(g->v.node, err);
+	/* In a later view a survivor that did not come back within
+	 * group.view_timeout_ms is a failure like any other: the SST
+	 * suspects it from the start and the next view change drops it. */
+	if (r == -ETIMEDOUT && g->vcfg.epoch)
+		r = 0;
+	return r;
+}
+
+static int start_rdmc(struct group *g, struct squall_error *err)
+{
+	struct rdmc_engine_options eo = { 0 };
+	struct rdmc_callbacks cb = group_rdmc_cb_template;
+	int r;
+
+	if (g->v.n == 1)
+		return 0;
+	/* READY grants the receive buffer under a registration of its own
+	 * over the region. */
+	r = rdma_sq_reg_mr(g->v.node, g->base, g->len, 0, &g->v.grant, err);
+	if (r)
+		return r;
+	eo.grant_mr = g->v.grant;
+	r = rdmc_engine_create(g->v.node, g->a, &eo, &g->v.e, err);
+	if (r)
+		return r;
+	cb.arg = g;
+	return rdmc_group_create(g->v.e, 1, g->v.ids, g->v.n,
+				 g->cfg.rdmc_block_size, RDMC_BINOMIAL, &cb,
+				 &g->v.rg, err);
+}
+
+static int start_sst(struct group *g, struct squall_error *err)
+{
+	struct sst_options so = {
+		.recv_depth = GROUP_RECV_DEPTH,
+		.recv_area = g->recv_area.ptr,
+		.recv_buf_size = GROUP_RECV_BUF,
+		.dispatch = &g->v.dispatch,
+		.on_suspect = group_on_suspect,
+		.suspect_arg = g,
+		/* A row of another view never validates in this one. */
+		.seed = g->vcfg.epoch,
+	};
+	int r;
+
+	/* The node's hooks (link.c) and the progress pass (view.c's
+	 * group_pass), which the SST calls on its progress thread. The pass
+	 * is the one function of a file above this one that this file
+	 * names: a callback, never called from here. */
+	g->v.dispatch = group_node_hooks;
+	g->v.dispatch.on_pass = group_pass;
+	g->v.dispatch.arg = g;
+	r = sst_create(g->v.node, &g->vcfg, g->v.layout, g->base,
+		       (size_t)((char *)g->table.ptr - (char *)g->base), &so,
+		       &g->v.t, err);
+	if (r)
+		return r;
+	r = sst_start(g->v.t, err);
+	if (!r)
+		r = sst_wait_peers(g->v.t, (int)g->vcfg.connect_timeout_ms, err);
+	if (r == -ETIMEDOUT && g->vcfg.epoch)
+		r = 0;
+	return r;
+}
+
+/* Build the parts of the view g->vcfg describes. Its members first, and
+ * its counts and view-change state from zero (the lists and queues are
+ * empty: the last teardown emptied them). The table memory is cleared
+ * next: the previous view's node is gone, so nothing writes into it
+ * until peers connect again. */
+int group_epoch_build(struct group *g, struct squall_error *err)
+{
+	int r = group_config_member_index(&g->vcfg, g->my_id);
+
+	group_assert_swap(g);
+	group_assert_no_progress(g);
+	assert(r >= 0);
+	g->v.me = (uint32_t)r;
+	g->v.n = g->vcfg.nmembers;
+	for (uint32_t i = 0; i < g->v.n; i++)
+		g->v.ids[i] = g->vcfg.members[i].id;
+	memset(g->v.done, 0, (size_t)g->cfg.nmembers * 8);
+	g->v.done_dirty = false;
+	g->v.sent_epoch = 0;
+	memset(&g->v.vc, 0, sizeof(g->v.vc));
+	memset(g->v.suspect_why, 0, sizeof(g->v.suspect_why));
+	for (uint32_t i = 0; i < GROUP_CONFIG_MAX_MEMBERS; i++)
+		atomic_store(&g->v.p2p_inflight[i], 0);
+	memset(g->table.ptr, 0, g->table.len);
+	r = group_make_layout(g->v.n, &g->v.layout, g->v.col, err);
+	if (!r)
+		r = lease_rings(g, err);
+	if (!r)
+		r = start_rdma(g, err);
+	if (!r)
+		r = group_smc_setup(g, err);
+	if (!r)
+		r = start_rdmc(g, err);
+	if (!r)
+		r = start_sst(g, err);
+	if (!r)
+		r = group_rings_exchange(g, err);
+	if (!r) {
+		group_join_republish(g);
+		/* Every member's barrier count is in every view's rows from
+		 * its start: a joiner starts from them. */
+		group_publish_agreements(g);
+	}
+	return r;
+}
+
+/* The view is ending: my own small messages the application kept are
+ * the SMC core's to give back, and the core goes with the view. They
+ * become the kept records' own (released by group_release). */
+static void kept_own_take(struct group *g)
+{
+	group_lock(g);
+	for (struct group_kept *k = g->kept; k; k = k->next) {
+		if (k->kind != KEPT_SMC || k->rings != g->v.cur_rings ||
+		    k->m.sender != g->v.me)
+			continue;
+		smc_core_take_payload(g->v.core, &k->m);
+		k->kind = KEPT_OWN_SMC;
+		k->rings->kept--;
+		k->rings = NULL;
+	}
+	group_unlock(g);
+}
+
+/* Tear down the current view's parts: the progress thread first (the SST
+ * owns it), then the node (no write of this view lands any more), then
+ * what the transports kept. */
+void group_epoch_teardown(struct group *g)
+{
+	group_assert_swap(g);
+	atomic_store(&g->ready, false);
+	sst_destroy(g->v.t);
+	g->v.t = NULL;
+	/* sst_destroy joined the progress thread. */
+	atomic_store(&g->v.progress_on, false);
+	if (g->v.node)
+		group_drain(g);
+	if (g->v.grant)
+		rdma_sq_dereg_mr(g->v.node, g->v.grant, NULL);
+	g->v.grant = NULL;
+	rdma_sq_destroy(g->v.node);
+	g->v.node = NULL;
+	if (g->v.core) {
+		struct smc_stats ss;
+		struct rdmc_stats rs = { 0 };
+
+		/* The counters of an ended view stay counted. */
+		smc_core_stats(g->v.core, &ss);
+		if (g->v.e)
+			rdmc_engine_stats(g->v.e, &rs);
+		atomic_fetch_add(&g->st_old_copies, ss.payload_copies -
+				 ss.sends_copied + rs.payload_copies);
+		atomic_fetch_add(&g->st_old_waits, ss.send_waits);
+	}
+	if (g->v.core)
+		kept_own_take(g);
+	rdmc_group_destroy(g->v.rg);
+	g->v.rg = NULL;
+	rdmc_engine_destroy(g->v.e);
+	g->v.e = NULL;
+	smc_core_destroy(g->v.core);
+	g->v.core = NULL;
+	group_order_free(g);
+	rings_retire(g, g->v.cur_rings);
+	g->v.cur_rings = NULL;
+	sst_layout_destroy(g->v.layout);
+	g->v.layout = NULL;
+}

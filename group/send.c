@@ -1,0 +1,506 @@
+/*
+ * send.c - the sends: ordered messages (small ones straight into SMC,
+ * large ones announced in the SMC stream and handed to the progress
+ * thread, which owns the RDMC engine), the messages of an ended view sent
+ * again, point-to-point messages, and the release of kept deliveries.
+ *
+ * Application threads only post: a small send goes into SMC, which posts
+ * the RDMA writes from the caller's thread when the pipeline has room.
+ * Each send enters the current view (view_enter: epoch_lock for reading,
+ * but not on the progress and view threads, group_lockless) and waits out
+ * a view change when it may wait (not on the progress thread, nor on
+ * the view thread: group_nowait).
+ */
+#include <endian.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <squall/wire.h>
+
+#include "group/group_int.h"
+
+/* Sends wait for room in slices of this, checking for failures. */
+#define WAIT_SLICE_MS 100
+
+static int usable(struct group *g, struct squall_error *err)
+{
+	if (atomic_load(&g->closing))
+		return squall_error_set(err, -ESHUTDOWN, "member %u: the group "
+					"is closing", g->my_id);
+	return group_failed(g, err);
+}
+
+/* Wait (without epoch_lock) until the view changes from `epoch`, the group
+ * fails, or `until` (ms; 0: no limit) passes. */
+static void wait_next_view(struct group *g, uint64_t epoch, uint64_t until)
+{
+	group_lock(g);
+	while (g->vcfg.epoch == epoch && !atomic_load(&g->failed) &&
+	       (!until || group_now_ms() < until)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += WAIT_SLICE_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		group_cond_timedwait(&g->room, g, &ts);
+	}
+	group_unlock(g);
+}
+
+/* Enter the current view to use its parts: returns 0 holding epoch_lock
+ * for reading (on the progress thread, which a view swap stops first,
+ * without it). With wait, a wedged group is waited out (until `until`,
+ * 0: no limit); without, it is -EAGAIN. */
+static int view_enter(struct group *g, bool wait, uint64_t until,
+		      struct squall_error *err)
+{
+	bool self = group_lockless(g);
+
+	/* The view thread sends again under the write lock it holds. */
+	if (group_on_view_thread(g))
+		return 0;
+	for (;;) {
+		uint64_t epoch;
+		int r;
+
+		if (!self)
+			group_epoch_rdlock(g);
+		r = group_failed(g, err);
+		if (!r && !atomic_load(&g->wedged))
+			return 0;
+		epoch = g->vcfg.epoch;
+		if (!self)
+			group_epoch_rdunlock(g);
+		if (r)
+			return r;
+		if (self || !wait || (until && group_now_ms() >= until))
+			return squall_error_set(err, -EAGAIN, "member %u: a view "
+						"change is in progress", g->my_id);
+		atomic_fetch_add(&g->st_waits, 1);
+		wait_next_view(g, epoch, until);
+	}
+}
+
+static void view_leave(struct group *g)
+{
+	if (!group_lockless(g))
+		group_epoch_rdunlock(g);
+}
+
+/* SMC send waiting in slices, so that a failure ends the wait, and across
+ * a view change: a send the ending view refused is made in the next one.
+ * With rs, the RDMC send it announces is queued in the same view. */
+static int smc_send(struct group *g, const void *p, uint32_t len, int timeout_ms,
+		    uint8_t kind, struct group_rsend *rs,
+		    struct squall_error *err)
+{
+	uint64_t until = timeout_ms > 0 ? group_now_ms() + (uint64_t)timeout_ms : 0;
+	bool waited = false;
+	int r;
+
+	for (;;) {
+		int slice = timeout_ms == 0 ? 0 : WAIT_SLICE_MS;
+		uint64_t epoch;
+		bool ending;
+
+		if (until) {
+			uint64_t now = group_now_ms();
+
+			if (now >= until)
+				slice = 0;
+			else if (until - now < (uint64_t)slice)
+				slice = (int)(until - now);
+		}
+		r = view_enter(g, timeout_ms != 0, until, err);
+		if (r)
+			return r;
+		r = smc_core_send_kind(g->v.core, p, len, (void *)p, slice, false,
+				       kind);
+		if (r == 0) {
+			atomic_fetch_add(&g->v.sent_epoch, 1);
+			if (rs) {
+				group_lock(g);
+				*g->v.rsend_tail = rs;
+				g->v.rsend_tail = &rs->next;
+				group_unlock(g);
+				sst_wake(g->v.t);
+			}
+		}
+		epoch = g->vcfg.epoch;
+		ending = r && smc_core_error(g->v.core) != 0;
+		view_leave(g);
+		if (r == 0)
+			return 0;
+		if (ending && group_on_view_thread(g))
+			/* Sending again at a view's start, and it is ending
+			 * already: the next view takes the rest. */
+			return squall_error_set(err, -ESTALE, "member %u: view %"
+				PRIu64 " ended while sending again", g->my_id, epoch);
+		if (ending) {
+			/* The view is ending (wedged, or a write to a failed
+			 * member could not be posted): nothing was sent. */
+			if (timeout_ms == 0)
+				return squall_error_set(err, -EAGAIN, "member %u: "
+					"a view change is in progress", g->my_id);
+			wait_next_view(g, epoch, until);
+			continue;
+		}
+		if (r != -ETIMEDOUT && !(r == -EAGAIN && timeout_ms != 0 &&
+					 slice != 0))
+			break;
+		if (!waited)
+			atomic_fetch_add(&g->st_waits, 1);
+		waited = true;
+		if ((r = group_failed(g, err)))
+			return r;
+		if (slice == 0 || (until && group_now_ms() >= until))
+			break;
+	}
+	if (r == -EAGAIN || r == -ETIMEDOUT)
+		return squall_error_set(err, r, "member %u: every slot of the "
+			"SMC window (smc.window = %u) is still in use", g->my_id,
+			g->cfg.smc_window);
+	if (r == -EBUSY || r == -EALREADY || r == -EINVAL || r == -EPERM)
+		return squall_error_set(err, -EINVAL, "member %u: the buffer at "
+			"%p is not a lease ready to send (%s)", g->my_id, p,
+			r == -EBUSY ? "it was sent already" :
+			r == -EALREADY ? "it is free" : "not a lease");
+	return squall_error_set(err, r, "member %u: %s", g->my_id,
+				atomic_load(&g->failed) ? g->fail_msg
+							: strerror(-r));
+}
+
+/* Announce a large message and queue its RDMC send: the announcement's
+ * place in the SMC order is the message's. own: the message's record for
+ * view changes (added before the announcement can be delivered). */
+static int announce(struct group *g, uint64_t msg_id, const struct buf_desc *d,
+		    int timeout_ms, struct squall_error *err)
+{
+	struct group_announce a = {
+		.msg_id = htole64(msg_id),
+		.size = htole64(d->len),
+	};
+	struct group_rsend *s = calloc(1, sizeof(*s));
+	struct buf_desc ad;
+	size_t asz = sizeof(a);
+	int r;
+
+	r = s ? alloc_lease_wait(g->a, 1, &asz, &ad,
+				 timeout_ms < 0 ? UINT32_MAX : (unsigned)timeout_ms)
+	      : -ENOMEM;
+	if (r) {
+		free(s);
+		return squall_error_set(err, r, "member %u: no room to announce "
+					"a large message", g->my_id);
+	}
+	memcpy(ad.ptr, &a, sizeof(a));
+	s->msg_id = msg_id;
+	s->d = *d;
+	r = smc_send(g, ad.ptr, sizeof(a), timeout_ms, GROUP_KIND_ANNOUNCE, s,
+		     err);
+	if (r) {
+		alloc_release(g->a, &ad);
+		free(s);
+	}
+	return r;
+}
+
+static int send_large(struct group *g, const struct buf_desc *d,
+		      int timeout_ms, struct squall_error *err)
+{
+	uint64_t until = timeout_ms > 0 ? group_now_ms() + (uint64_t)timeout_ms : 0;
+	struct group_own *o;
+	struct buf_desc od;
+	int r, state = alloc_state(g->a, d->ptr);
+
+	if (state != ALLOC_LEASED)
+		return squall_error_set(err, -EINVAL, "member %u: the buffer at "
+			"%p is not a lease ready to send (%s)", g->my_id, d->ptr,
+			state == ALLOC_SUBMITTED ? "it was sent already" :
+			state == ALLOC_FREE ? "it is free" : "not a lease");
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return squall_error_set(err, -ENOMEM, "out of memory");
+	/* Bound the large messages in flight. */
+	group_lock(g);
+	while (g->rdmc_inflight >= GROUP_RDMC_INFLIGHT &&
+	       !atomic_load(&g->failed)) {
+		struct timespec ts;
+
+		if (timeout_ms == 0 || (until && group_now_ms() >= until)) {
+			group_unlock(g);
+			free(o);
+			return squall_error_set(err, timeout_ms ? -ETIMEDOUT
+				: -EAGAIN, "member %u: %u large messages are "
+				"already in flight", g->my_id, GROUP_RDMC_INFLIGHT);
+		}
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += WAIT_SLICE_MS * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		atomic_fetch_add(&g->st_waits, 1);
+		group_cond_timedwait(&g->room, g, &ts);
+	}
+	g->rdmc_inflight++;
+	/* Unique per member for the group's life, whatever the view. */
+	o->msg_id = (uint64_t)g->my_id << 40 | ++g->next_msg;
+	group_unlock(g);
+	/* The group's from now on: whether its RDMC send starts in this
+	 * view or is made again in a later one, the application can no
+	 * longer release it, and its completion gives it back. */
+	r = alloc_submit(g->a, d);
+	if (r) {
+		group_lock(g);
+		g->rdmc_inflight--;
+		group_unlock(g);
+		free(o);
+		return squall_error_set(err, -EINVAL, "member %u: the buffer at "
+			"%p is not a lease ready to send", g->my_id, d->ptr);
+	}
+	o->d = *d;
+	group_own_add(g, o);
+	r = announce(g, o->msg_id, d, timeout_ms, err);
+	if (r) {
+		group_own_take(g, o->msg_id, &od);
+		alloc_unsubmit(g->a, d);
+		group_lock(g);
+		g->rdmc_inflight--;
+		group_unlock(g);
+		return r;
+	}
+	atomic_fetch_add(&g->st_sent_rdmc, 1);
+	return 0;
+}
+
+/* A message of an ended view sent again (view thread, sends still
+ * wedged): its payload is submitted already. */
+int group_resend(struct group *g, struct group_resend *rs,
+		 struct squall_error *err)
+{
+	int r;
+
+	group_assert_view_thread(g);
+	group_assert_epoch_writer(g);
+	if (rs->large)
+		return announce(g, rs->msg_id, &rs->d, -1, err);
+	g->resending = true;
+	r = smc_core_send_kind(g->v.core, rs->d.ptr, (uint32_t)rs->d.len,
+			       rs->d.ptr, -1, false, rs->kind);
+	g->resending = false;
+	if (r == 0)
+		atomic_fetch_add(&g->v.sent_epoch, 1);
+	if (r && smc_core_error(g->v.core))
+		r = -ESTALE;
+	return r ? squall_error_set(err, r, "member %u: sending a message "
+		"again in the new view failed: %s", g->my_id, strerror(-r)) : 0;
+}
+
+int group_ordered_send_timeout(struct group *g, const struct buf_desc *d,
+			       int timeout_ms, struct squall_error *err)
+{
+	int r;
+
+	squall_error_clear(err);
+	/* An upcall's send never waits: the room it would wait for (the
+	 * window, RDMC slots, leases) is freed by the thread running it
+	 * (group_nowait says which threads those are). */
+	if (group_nowait(g))
+		timeout_ms = 0;
+	if ((r = usable(g, err)))
+		return r;
+	if (!d || !d->ptr || !d->len || !alloc_owns(g->a, d->ptr, d->len))
+		return squall_error_set(err, -EINVAL, "member %u: the buffer "
+			"%p + %zu is not inside this member's region (lease it "
+			"from group_get_allocator(), or use group_send_copy())",
+			g->my_id, d ? d->ptr : NULL, d ? d->len : 0);
+	if (d->len > g->cfg.smc_max_payload)
+		r = send_large(g, d, timeout_ms, err);
+	else if (!(r = smc_send(g, d->ptr, (uint32_t)d->len, timeout_ms,
+				GROUP_KIND_APP, NULL, err)))
+		atomic_fetch_add(&g->st_sent_smc, 1);
+	if (!r)
+		atomic_fetch_add(&g->st_sent, 1);
+	return r;
+}
+
+int group_ordered_send(struct group *g, const struct buf_desc *d,
+		       struct squall_error *err)
+{
+	return group_ordered_send_timeout(g, d, -1, err);
+}
+
+int group_send_copy(struct group *g, const void *ptr, size_t len,
+		    struct squall_error *err)
+{
+	struct buf_desc d;
+	int r;
+
+	squall_error_clear(err);
+	if ((r = usable(g, err)))
+		return r;
+	if (!ptr || !len)
+		return squall_error_set(err, -EINVAL, "member %u: nothing to "
+					"send", g->my_id);
+	/* From an upcall, no wait (as group_ordered_send_timeout). */
+	r = alloc_lease_wait(g->a, 1, &len, &d,
+			     group_nowait(g) ? 0 : UINT32_MAX);
+	if (r)
+		return squall_error_set(err, r, "member %u: no room in the "
+					"region for a copy of %zu bytes",
+					g->my_id, len);
+	memcpy(d.ptr, ptr, len);
+	r = group_ordered_send(g, &d, err);
+	if (r)
+		alloc_release(g->a, &d);
+	else
+		atomic_fetch_add(&g->st_copies, 1);
+	return r;
+}
+
+/* ---- point to point --------------------------------------------------------- */
+
+size_t group_p2p_max(const struct group *g)
+{
+	(void)g;
+	return GROUP_RECV_BUF - WIRE_HDR_LEN;
+}
+
+static int p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
+		    struct squall_error *err)
+{
+	int r, rank = group_config_member_index(&g->vcfg, member);
+	struct rdma_sq_sge sg[2];
+	uint8_t *hdr;
+	int hlen;
+
+	group_assert_in_view(g);
+	squall_error_clear(err);
+	if ((r = group_failed(g, err)))
+		return r;
+	if (rank < 0 || (uint32_t)rank == g->v.me)
+		return squall_error_set(err, -ENOENT, "member %u: %u is not "
+			"another member of the view", g->my_id, member);
+	if (!d || !d->ptr || !alloc_owns(g->a, d->ptr, d->len))
+		return squall_error_set(err, -EINVAL, "member %u: the buffer is "
+			"not inside this member's region", g->my_id);
+	if (d->len > group_p2p_max(g))
+		return squall_error_set(err, -EMSGSIZE, "member %u: a "
+			"point-to-point message of %zu bytes is larger than "
+			"%zu", g->my_id, d->len, group_p2p_max(g));
+	if (!rdma_sq_peer_alive(g->v.node, member))
+		return squall_error_set(err, -ENOTCONN, "member %u: member %u "
+			"is not connected: %s", g->my_id, member,
+			rdma_sq_peer_error(g->v.node, member));
+	if (atomic_fetch_add(&g->v.p2p_inflight[rank], 1) >=
+	    GROUP_P2P_INFLIGHT) {
+		atomic_fetch_sub(&g->v.p2p_inflight[rank], 1);
+		return squall_error_set(err, -EAGAIN, "member %u: %u "
+			"point-to-point messages to member %u are still in "
+			"flight", g->my_id, GROUP_P2P_INFLIGHT, member);
+	}
+	hdr = alloc_obj_new(g->a, 64);
+	if (!hdr) {
+		atomic_fetch_sub(&g->v.p2p_inflight[rank], 1);
+		return squall_error_set(err, -ENOMEM, "member %u: no room for a "
+					"message header", g->my_id);
+	}
+	hlen = wire_encode(hdr, 32, WIRE_MSG_P2P, 0, NULL, 0,
+			   (uint32_t)d->len, err);
+	r = hlen < 0 ? hlen : alloc_submit(g->a, d);
+	if (r) {
+		atomic_fetch_sub(&g->v.p2p_inflight[rank], 1);
+		alloc_obj_delete(g->a, hdr);
+		return squall_error_set(err, -EINVAL, "member %u: the buffer at "
+			"%p is not a lease ready to send", g->my_id, d->ptr);
+	}
+	memcpy(hdr + 32, d, sizeof(*d));
+	sg[0] = (struct rdma_sq_sge){ hdr, (uint32_t)hlen };
+	sg[1] = (struct rdma_sq_sge){ d->ptr, (uint32_t)d->len };
+	r = rdma_sq_send(g->v.node, member, sg, d->len ? 2 : 1,
+			 GROUP_WR_P2P << 56 | (uint64_t)(hdr - (uint8_t *)g->base),
+			 RDMA_SQ_SIGNALED, err);
+	if (r) {
+		/* Never posted: the buffer is the caller's again. */
+		atomic_fetch_sub(&g->v.p2p_inflight[rank], 1);
+		alloc_obj_delete(g->a, hdr);
+		if (r == -ENOMEM || r == -EAGAIN) {
+			alloc_unsubmit(g->a, d);
+			return squall_error_set(err, -EAGAIN, "member %u: the "
+				"send queue to member %u is full", g->my_id,
+				member);
+		}
+		alloc_complete(g->a, d);
+		return r;
+	}
+	atomic_fetch_add(&g->st_p2p_sent, 1);
+	return 0;
+}
+
+int group_p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
+		   struct squall_error *err)
+{
+	bool self = group_lockless(g);
+	int r;
+
+	/* Not ordered: a wedged view's connections still carry it. */
+	if (!self)
+		group_epoch_rdlock(g);
+	r = p2p_send(g, member, d, err);
+	if (!self)
+		group_epoch_rdunlock(g);
+	return r;
+}
+
+int group_release(struct group *g, const struct buf_desc *d)
+{
+	struct group_kept **p, *k;
+
+	group_lock(g);
+	for (p = &g->kept; *p; p = &(*p)->next)
+		if ((*p)->d.ptr == d->ptr)
+			break;
+	k = *p;
+	if (k)
+		*p = k->next;
+	group_unlock(g);
+	if (!k)
+		return -EINVAL;
+	if (k->kind == KEPT_SMC) {
+		bool self = group_lockless(g);
+		bool gone = false;
+
+		if (!self)
+			group_epoch_rdlock(g);
+		if (k->rings == g->v.cur_rings) {
+			smc_core_release(g->v.core, &k->m);
+		} else {
+			/* Kept from an ended view: its rings go with the
+			 * last such delivery. */
+			group_lock(g);
+			gone = --k->rings->kept == 0 && k->rings->retired;
+			group_unlock(g);
+		}
+		if (!self)
+			group_epoch_rdunlock(g);
+		if (gone) {
+			alloc_release(g->a, &k->rings->d);
+			free(k->rings);
+		}
+	} else if (k->kind == KEPT_RDMC_RECV) {
+		alloc_release(g->a, &k->d);
+	} else {
+		/* Sent from a lease of mine (large, or small of an ended
+		 * view): sent everywhere, so done. */
+		alloc_complete(g->a, &k->d);
+	}
+	free(k);
+	return 0;
+}
