@@ -430,6 +430,28 @@ static int sim_try_send(struct sim *sim, uint32_t j)
 	return r;
 }
 
+/* Every member sends `per` messages, each try at random beside random
+ * steps of the whole system, until all are sent (not yet delivered). */
+static void send_all(struct sim *sim, uint64_t per)
+{
+	for (uint32_t j = 0; j < sim->n; j++)
+		sim->m[j].to_send = per;
+	for (int iter = 0; iter < 10000000; iter++) {
+		bool left = false;
+
+		for (uint32_t j = 0; j < sim->n; j++) {
+			if (sim->m[j].sent < sim->m[j].to_send) {
+				left = true;
+				if (rand_r(&sim->seed) % 3 == 0)
+					sim_try_send(sim, j);
+			}
+		}
+		sim_step(sim);
+		if (!left)
+			break;
+	}
+}
+
 static void check_agreement(struct sim *sim, uint64_t total)
 {
 	for (uint32_t j = 0; j < sim->n; j++) {
@@ -458,22 +480,7 @@ static void test_all_send(void **state)
 
 	(void)state;
 	sim_init(&sim, 3, 8, 300, 8, 2);
-	for (uint32_t j = 0; j < 3; j++)
-		sim.m[j].to_send = per;
-	for (int iter = 0; iter < 10000000; iter++) {
-		bool left = false;
-
-		for (uint32_t j = 0; j < 3; j++) {
-			if (sim.m[j].sent < sim.m[j].to_send) {
-				left = true;
-				if (rand_r(&sim.seed) % 3 == 0)
-					sim_try_send(&sim, j);
-			}
-		}
-		sim_step(&sim);
-		if (!left)
-			break;
-	}
+	send_all(&sim, per);
 	sim_drain(&sim);
 	for (uint32_t j = 0; j < 3; j++)
 		total += sim.m[j].sent;
@@ -498,22 +505,7 @@ static void test_full_send_queues(void **state)
 	(void)state;
 	queue_full_pct = 30;
 	sim_init(&sim, 4, 8, 300, 8, 2);
-	for (uint32_t j = 0; j < 4; j++)
-		sim.m[j].to_send = per;
-	for (int iter = 0; iter < 10000000; iter++) {
-		bool left = false;
-
-		for (uint32_t j = 0; j < 4; j++) {
-			if (sim.m[j].sent < sim.m[j].to_send) {
-				left = true;
-				if (rand_r(&sim.seed) % 3 == 0)
-					sim_try_send(&sim, j);
-			}
-		}
-		sim_step(&sim);
-		if (!left)
-			break;
-	}
+	send_all(&sim, per);
 	queue_full_pct = 0;
 	sim_drain(&sim);
 	for (uint32_t j = 0; j < 4; j++) {
