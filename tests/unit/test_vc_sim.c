@@ -205,6 +205,33 @@ static void run_until_adopted(struct vc_sim *s, uint32_t n, uint32_t until,
 		}
 }
 
+/* A scripted run: n members (seed; VC_TRACE=1 traces it), each of which
+ * sent `per` messages, all of them arrived everywhere. */
+static struct vc_sim *scripted(uint32_t n, uint64_t seed, int per)
+{
+	struct vc_sim_opts o = { .seed = seed,
+				 .trace = getenv("VC_TRACE") ? stdout : NULL };
+	struct vc_sim *s = vc_sim_new(n, &o);
+
+	assert_non_null(s);
+	for (uint32_t j = 0; j < n; j++)
+		for (int k = 0; k < per; k++)
+			vc_sim_send(s, j);
+	vc_sim_arrive_all(s);
+	return s;
+}
+
+/* End a scripted run fairly and judge it: no violation (the first one
+ * printed otherwise). */
+static void finish_clean(struct vc_sim *s, struct vc_sim_result *r)
+{
+	vc_sim_finish(s, 100000, r);
+	if (r->violations)
+		printf("%s\n", r->first);
+	assert_int_equal(r->violations, 0);
+	vc_sim_free(s);
+}
+
 /* 5 members: member 4 fails, leader 0 publishes a trim, member 2 adopts
  * it, 0 dies before 1 and 3 read it. 1 leads next and waited for 2's ack
  * of the new mask, which 2 never gives (for 2, 0 installs): the change
@@ -212,16 +239,9 @@ static void run_until_adopted(struct vc_sim *s, uint32_t n, uint32_t until,
 static void test_leader_dies_after_one_adopted(void **state)
 {
 	(void)state;
-	struct vc_sim_opts o = { .seed = 7,
-				 .trace = getenv("VC_TRACE") ? stdout : NULL };
-	struct vc_sim *s = vc_sim_new(5, &o);
+	struct vc_sim *s = scripted(5, 7, 3);
 	struct vc_sim_result r;
 
-	assert_non_null(s);
-	for (uint32_t j = 0; j < 5; j++)
-		for (int k = 0; k < 3; k++)
-			vc_sim_send(s, j);
-	vc_sim_arrive_all(s);
 	vc_sim_crash(s, 4);
 	for (uint32_t j = 0; j < 4; j++)
 		vc_sim_detect(s, j, 4);
@@ -243,12 +263,8 @@ static void test_leader_dies_after_one_adopted(void **state)
 	vc_sim_drop(s, 0, 3);
 	for (uint32_t j = 1; j < 4; j++)
 		vc_sim_detect(s, j, 0);
-	vc_sim_finish(s, 100000, &r);
-	if (r.violations)
-		printf("%s\n", r.first);
-	assert_int_equal(r.violations, 0);
+	finish_clean(s, &r);
 	assert_int_equal(r.installed, 3);
-	vc_sim_free(s);
 }
 
 /* Run members round-robin, landing every push, for `rounds` rounds. */
@@ -268,25 +284,14 @@ static void run_fair(struct vc_sim *s, uint32_t n, int rounds)
 static void test_leave_alone(void **state)
 {
 	(void)state;
-	struct vc_sim_opts o = { .seed = 11,
-				 .trace = getenv("VC_TRACE") ? stdout : NULL };
-	struct vc_sim *s = vc_sim_new(4, &o);
+	struct vc_sim *s = scripted(4, 11, 3);
 	struct vc_sim_result r;
 
-	assert_non_null(s);
-	for (uint32_t j = 0; j < 4; j++)
-		for (int k = 0; k < 3; k++)
-			vc_sim_send(s, j);
-	vc_sim_arrive_all(s);
 	run_fair(s, 4, 5);
 	vc_sim_close(s, 3);
-	vc_sim_finish(s, 100000, &r);
-	if (r.violations)
-		printf("%s\n", r.first);
-	assert_int_equal(r.violations, 0);
+	finish_clean(s, &r);
 	assert_int_equal(r.left, 1);
 	assert_int_equal(r.installed, 3);
-	vc_sim_free(s);
 }
 
 /* The leave the VM found (4 members): each sends a message, then member 0
@@ -350,26 +355,15 @@ static void test_leaver_large(void **state)
 static void test_flush_together(void **state)
 {
 	(void)state;
-	struct vc_sim_opts o = { .seed = 12,
-				 .trace = getenv("VC_TRACE") ? stdout : NULL };
-	struct vc_sim *s = vc_sim_new(4, &o);
+	struct vc_sim *s = scripted(4, 12, 3);
 	struct vc_sim_result r;
 
-	assert_non_null(s);
-	for (uint32_t j = 0; j < 4; j++)
-		for (int k = 0; k < 3; k++)
-			vc_sim_send(s, j);
-	vc_sim_arrive_all(s);
 	for (uint32_t j = 0; j < 4; j++)
 		vc_sim_close(s, j);
 	run_fair(s, 4, 5);
-	vc_sim_finish(s, 100000, &r);
-	if (r.violations)
-		printf("%s\n", r.first);
-	assert_int_equal(r.violations, 0);
+	finish_clean(s, &r);
 	assert_int_equal(r.flushed, 4);
 	assert_int_equal(r.installed, 0);
-	vc_sim_free(s);
 }
 
 /* 5 members, nothing fails: a join request alone makes every member
@@ -377,23 +371,13 @@ static void test_flush_together(void **state)
 static void test_join_alone(void **state)
 {
 	(void)state;
-	struct vc_sim_opts o = { .seed = 13,
-				 .trace = getenv("VC_TRACE") ? stdout : NULL };
-	struct vc_sim *s = vc_sim_new(5, &o);
+	struct vc_sim *s = scripted(5, 13, 1);
 	struct vc_sim_result r;
 
-	assert_non_null(s);
-	for (uint32_t j = 0; j < 5; j++)
-		vc_sim_send(s, j);
-	vc_sim_arrive_all(s);
 	vc_sim_join(s, 2, 6);
 	run_fair(s, 5, 20);
-	vc_sim_finish(s, 100000, &r);
-	if (r.violations)
-		printf("%s\n", r.first);
-	assert_int_equal(r.violations, 0);
+	finish_clean(s, &r);
 	assert_int_equal(r.installed, 5);
-	vc_sim_free(s);
 }
 
 int main(void)
