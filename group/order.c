@@ -181,9 +181,14 @@ static bool drain_queue(struct group *g)
 		struct group_item *it = g->v.q_head;
 
 		/* A transfer lost with a member waits for the view change,
-		 * which decides whether every survivor has it. */
-		if (it->x && (it->x->failed ? group_rdmc_lost(it->x->status)
-					    : !it->x->ready))
+		 * which decides whether every survivor has it. One that is
+		 * whole here, or cancelled (a receiver could not lease it),
+		 * waits until every member knows the same (the stable
+		 * callback): passing it before would let a view change in
+		 * between hold back, at a member that does not know yet, what
+		 * this one delivered after it. */
+		if (it->x && ((it->x->failed && group_rdmc_lost(it->x->status)) ||
+			      !it->x->ready))
 			break;
 		if (it->x) {
 			deliver_large(g, it->x);
@@ -356,6 +361,8 @@ static void on_sent(void *arg, struct rdmc_group *rg, uint64_t msg_id,
 		return;
 	}
 	if (status) {
+		/* Cancelled alike everywhere: passed over once every member
+		 * knows (on_stable). */
 		x->failed = true;
 		x->status = status;
 		snprintf(x->why, sizeof(x->why), "%s", why);

@@ -110,6 +110,7 @@ struct rdmc_group {
 };
 
 #define ABORTED_MAX 64
+#define CANCEL_MAX RDMC_IMM_SLOTS
 
 struct rdmc_engine {
 	struct rdma_sq_node *node;
@@ -144,6 +145,13 @@ struct rdmc_engine {
 	struct aborted { const struct rdmc_group *g; uint64_t msg_id; }
 		aborted[ABORTED_MAX];
 	unsigned naborted;
+	/* Sender: transfers it cancelled, until every receiver acknowledged
+	 * the cancellation (RDMC_DONE_ABORTED). Only then does any member
+	 * pass the message over (the stable callback), so that none passes
+	 * it while another does not know yet and would hold back what
+	 * follows in the view change. */
+	struct cancel { const struct rdmc_group *g; uint64_t msg_id;
+			uint64_t acked; bool reaped; } cancel[CANCEL_MAX];
 	struct rdmc_stats st;
 	struct squall_error last;
 };
@@ -164,6 +172,15 @@ static bool was_aborted(const struct rdmc_engine *e,
 		if (e->aborted[i].g == g && e->aborted[i].msg_id == msg_id)
 			return true;
 	return false;
+}
+
+static struct cancel *cancel_find(struct rdmc_engine *e,
+				  const struct rdmc_group *g, uint64_t msg_id)
+{
+	for (unsigned i = 0; i < CANCEL_MAX; i++)
+		if (e->cancel[i].g == g && e->cancel[i].msg_id == msg_id)
+			return &e->cancel[i];
+	return NULL;
 }
 
 static uint64_t wr_id(uint64_t kind, uint64_t data)
@@ -296,15 +313,21 @@ static int send_ready(struct rdmc_engine *e, const struct xfer *x,
 	return ctl_send(e, to, &c);
 }
 
-static int send_done(struct rdmc_engine *e, const struct xfer *x, uint32_t to,
-		     uint16_t flags, int status)
+static int send_done_id(struct rdmc_engine *e, const struct rdmc_group *g,
+			uint64_t msg_id, uint32_t to, uint16_t flags, int status)
 {
 	struct rdmc_ctl c = {
-		.type = WIRE_MSG_RDMC_DONE, .flags = flags, .group = x->g->id,
-		.msg_id = x->msg_id, .status = status,
+		.type = WIRE_MSG_RDMC_DONE, .flags = flags, .group = g->id,
+		.msg_id = msg_id, .status = status,
 	};
 
 	return ctl_send(e, to, &c);
+}
+
+static int send_done(struct rdmc_engine *e, const struct xfer *x, uint32_t to,
+		     uint16_t flags, int status)
+{
+	return send_done_id(e, x->g, x->msg_id, to, flags, status);
 }
 
 /* ---- transfer slots ------------------------------------------------------- */
@@ -471,6 +494,27 @@ static void check_done(struct rdmc_engine *e, struct xfer *x)
 	}
 }
 
+/* Sender: once every receiver acknowledged a cancellation and the
+ * sent callback ran, tell every receiver that all of them know, and pass
+ * it over here too (the stable callback). */
+static void cancel_check(struct rdmc_engine *e, struct rdmc_group *g,
+			 struct cancel *k)
+{
+	uint64_t all = ((1ull << (g->n - 1)) << 1) - 1;
+	uint64_t id = k->msg_id;
+
+	all &= ~(1ull << g->me);
+	if (!k->reaped || (k->acked & all) != all)
+		return;
+	k->g = NULL;
+	for (unsigned i = 0; i < g->n; i++)
+		if (i != g->me)
+			send_done_id(e, g, id, member_id(g, i),
+				     RDMC_DONE_ALL | RDMC_DONE_ABORT, 0);
+	if (g->cb.stable)
+		g->cb.stable(g->cb.arg, g, id, member_id(g, g->me));
+}
+
 /* A failed transfer with nothing in flight: give its buffer back (or, on
  * the sender, hand it to the application) and free the slot. */
 static void reap_dead(struct rdmc_engine *e, struct xfer *x)
@@ -487,8 +531,15 @@ static void reap_dead(struct rdmc_engine *e, struct xfer *x)
 	if (x->leased)
 		alloc_release(e->a, &x->buf);
 	close_slot(x);
-	if (owe)
+	if (owe) {
+		struct cancel *k = cancel_find(e, g, id);
+
 		g->cb.sent(g->cb.arg, g, id, &d, status, why);
+		if (k) {
+			k->reaped = true;
+			cancel_check(e, g, k);
+		}
+	}
 }
 
 /* End a transfer with an error: tell the application, cancel the others'
@@ -508,6 +559,24 @@ static void fail_xfer(struct rdmc_engine *e, struct xfer *x, int status,
 	snprintf(x->dead_why, sizeof(x->dead_why), "%s", why);
 	e->st.transfers_failed++;
 	if (was == ROLE_SEND) {
+		struct cancel *k = NULL;
+
+		for (unsigned i = 0; i < CANCEL_MAX && !k; i++)
+			if (!e->cancel[i].g)
+				k = &e->cancel[i];
+
+		/* As many cancellations waiting for acknowledgements as
+		 * there are slots: one more could never complete, so the
+		 * engine stops rather than stall its group silently. */
+		if (k) {
+			*k = (struct cancel){ .g = g, .msg_id = x->msg_id };
+		} else {
+			e->broken = -ENOBUFS;
+			squall_error_set(&e->last, -ENOBUFS, "rdmc: %u "
+					 "cancelled transfers wait for their "
+					 "receivers' acknowledgement",
+					 CANCEL_MAX);
+		}
 		for (unsigned i = 0; i < g->n; i++)
 			if (i != g->me)
 				send_done(e, x, member_id(g, i), RDMC_DONE_ABORT, status);
@@ -581,8 +650,32 @@ static void on_ready(struct rdmc_engine *e, struct rdmc_group *g, unsigned from,
 static void on_done(struct rdmc_engine *e, struct rdmc_group *g, unsigned from,
 		    const struct rdmc_ctl *c)
 {
-	struct xfer *x = find(e, g, c->msg_id);
+	struct xfer *x;
 
+	if (c->flags & RDMC_DONE_ABORTED) {
+		/* Sender: a receiver knows the message is cancelled. */
+		struct cancel *k = cancel_find(e, g, c->msg_id);
+
+		if (!k) {
+			e->st.strays++;
+			return;
+		}
+		k->acked |= 1ull << from;
+		cancel_check(e, g, k);
+		return;
+	}
+	if ((c->flags & (RDMC_DONE_ALL | RDMC_DONE_ABORT)) ==
+	    (RDMC_DONE_ALL | RDMC_DONE_ABORT)) {
+		/* Every receiver knows it is cancelled: pass it over. */
+		if (!was_aborted(e, g, c->msg_id)) {
+			e->st.strays++;
+			return;
+		}
+		if (g->cb.stable)
+			g->cb.stable(g->cb.arg, g, c->msg_id, member_id(g, from));
+		return;
+	}
+	x = find(e, g, c->msg_id);
 	if (!x) {
 		e->st.strays++;
 		return;
@@ -597,32 +690,35 @@ static void on_done(struct rdmc_engine *e, struct rdmc_group *g, unsigned from,
 		check_done(e, x);
 	} else if (c->flags & RDMC_DONE_ABORT) {
 		char why[160];
+		uint32_t sender = member_id(g, from);
+		uint64_t id = c->msg_id;
+		int status = c->status < 0 ? c->status : -ECANCELED;
+		bool told = false;
 
 		if (x->role == ROLE_SEND)
 			return;
+		snprintf(why, sizeof(why), "member %u cancelled message %" PRIu64
+			 ": %s", sender, id, strerror(-c->status));
+		/* Other receivers' READYs may still be on their way: they
+		 * must not open a slot nothing closes; and the sender's word
+		 * that every receiver knows finds it here. */
+		remember_abort(e, g, id);
 		if (x->role == ROLE_PENDING) {
-			bool refused = x->refused;
-			uint32_t sender = member_id(g, from);
-
-			/* Other receivers' READYs may still be on their
-			 * way: they must not open a slot nothing closes. */
-			remember_abort(e, g, c->msg_id);
+			/* This member refused it: it learns its fate now. */
+			told = x->refused;
 			close_slot(x);
-			/* This member refused it: now every member knows
-			 * it is delivered nowhere. */
-			if (refused) {
-				snprintf(why, sizeof(why), "member %u cancelled "
-					 "message %" PRIu64 ": %s", sender,
-					 c->msg_id, strerror(-c->status));
-				g->cb.received(g->cb.arg, g, c->msg_id, sender,
-					       NULL, c->status < 0 ? c->status
-							       : -ECANCELED, why);
-			}
-			return;
+			if (told)
+				g->cb.received(g->cb.arg, g, id, sender, NULL,
+					       status, why);
+		} else {
+			told = x->role == ROLE_RECV && !x->member_done;
+			fail_xfer(e, x, status, why);
 		}
-		snprintf(why, sizeof(why), "member %u cancelled message %" PRIu64 ": %s",
-			 member_id(g, from), c->msg_id, strerror(-c->status));
-		fail_xfer(e, x, c->status < 0 ? c->status : -ECANCELED, why);
+		/* Acknowledged once the callback ran. Wedged: like HAVE, the
+		 * acknowledgement would let members not wedged yet pass the
+		 * message over while the view change may hold it back. */
+		if (told && !e->wedged)
+			send_done_id(e, g, id, sender, RDMC_DONE_ABORTED, 0);
 	} else if (c->flags & RDMC_DONE_ALL) {
 		uint32_t sender;
 
@@ -1139,6 +1235,9 @@ void rdmc_group_destroy(struct rdmc_group *g)
 			close_slot(x);
 		}
 	}
+	for (unsigned i = 0; i < CANCEL_MAX; i++)
+		if (g->e->cancel[i].g == g)
+			g->e->cancel[i].g = NULL;
 	for (pp = &g->e->groups; *pp != g; pp = &(*pp)->next)
 		;
 	*pp = g->next;

@@ -101,7 +101,9 @@ void rdmc_plan_free(struct rdmc_plan *p);
 /* DONE flags. */
 #define RDMC_DONE_HAVE 0x1u  /* receiver -> sender: I hold every block */
 #define RDMC_DONE_ALL 0x2u   /* sender -> receivers: every member holds it */
-#define RDMC_DONE_ABORT 0x4u /* sender -> receivers: cancelled, see status */
+#define RDMC_DONE_ABORT 0x4u /* sender -> receivers: cancelled, see status;
+				with RDMC_DONE_ALL: every receiver knows */
+#define RDMC_DONE_ABORTED 0x8u /* receiver -> sender: I know it is cancelled */
 
 /* Largest encoded control message. */
 #define RDMC_CTL_MAX 128u

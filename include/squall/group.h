@@ -109,7 +109,9 @@ struct group_callbacks {
 	 * group_ordered_send() returned; d is its buffer (valid during the
 	 * call only; the group gives it back after). code -ENOMEM,
 	 * -EMSGSIZE...: a receiver could not lease the buffer of a large
-	 * message; no member delivers it. code -ENOTCONN: the group stopped
+	 * message; no member delivers it, and every member passes it over
+	 * at its place in the order once every member knows (this upcall
+	 * comes then). code -ENOTCONN: the group stopped
 	 * (this member was removed, or lost the majority) and the others do
 	 * not deliver it: what a survivor's trim says, or a message that
 	 * was waiting to be sent again. code -ECONNABORTED: the group

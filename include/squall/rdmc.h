@@ -103,8 +103,14 @@ int rdmc_algorithm_from_name(const char *name);
  *     immediates, to S and to every member that writes to it per the
  *     schedule. A member that cannot lease the buffer tells S so instead.
  *   - S starts once every receiver has answered; if one could not lease,
- *     nothing moves: S's send fails (the sent callback, -ENOMEM and the
- *     member named) and every receiver's transfer is cancelled.
+ *     nothing moves: S cancels the transfer (DONE ABORT to every
+ *     receiver) and its send fails (the sent callback, -ENOMEM and the
+ *     member named); every receiver's transfer is cancelled (the received
+ *     callback with the error) and it acknowledges that to S (DONE
+ *     ABORTED; held back once wedged, like DONE HAVE). When every receiver
+ *     did, S tells them all (DONE ALL|ABORT) and every member, S too, gets
+ *     the stable callback: the cancellation is known everywhere, so the
+ *     group may pass the message over at its place in the total order.
  *   - blocks move by the schedule as RDMA WRITE_WITH_IMM straight from S's
  *     buffer into each receiver's buffer at the block's offset, and from
  *     there on to the members a receiver relays to; the immediate names the
@@ -187,7 +193,9 @@ typedef void (*rdmc_received_fn)(void *arg, struct rdmc_group *g,
 typedef void (*rdmc_sent_fn)(void *arg, struct rdmc_group *g, uint64_t msg_id,
 			     const struct buf_desc *d, int status,
 			     const char *why);
-/* Receiver: msg_id has completed at every member. */
+/* msg_id has completed at every member (receivers), or its cancellation
+ * is known at every member (receivers and the sender, after their
+ * received or sent callback with the error). */
 typedef void (*rdmc_stable_fn)(void *arg, struct rdmc_group *g,
 			       uint64_t msg_id, uint32_t sender);
 
@@ -277,7 +285,9 @@ void rdmc_engine_stats(const struct rdmc_engine *e, struct rdmc_stats *st);
  * completes a transfer keeps it to itself (no HAVE to the sender), so no
  * member learns it is held everywhere and delivers it on RDMC's word:
  * what the wedged member holds is the view change's to agree on (it
- * publishes it in its SST row). Blocks still move (relaying for the
+ * publishes it in its SST row). Likewise a cancellation it learns of
+ * is not acknowledged (no DONE ABORTED), so no member passes that
+ * message over on RDMC's word. Blocks still move (relaying for the
  * others). For the rest of the engine's life. */
 void rdmc_engine_wedge(struct rdmc_engine *e);
 

@@ -5,10 +5,12 @@
  * usage: simulate [--seeds N] [--first S] [--members MIN-MAX]
  *                 [--plant-early-delivery] [--plant-leave-early]
  *                 [--plant-leaver-delivers] [--plant-have-while-wedged]
+ *                 [--plant-abort-one-phase]
  *                 [--small-only]
  *        simulate --seed S [--trace] [--members MIN-MAX]
  *                 [--plant-early-delivery] [--plant-leave-early]
  *                 [--plant-leaver-delivers] [--plant-have-while-wedged]
+ *                 [--plant-abort-one-phase]
  *                 [--small-only]
  * --small-only: no large messages, and the event mix of the simulator
  * before it modelled them (seeds found then replay exactly).
@@ -38,10 +40,12 @@ static void usage(void)
 		"[--members MIN-MAX] [--plant-early-delivery] "
 		"[--plant-leave-early]\n"
 		"                [--plant-leaver-delivers] [--plant-have-while-wedged]\n"
+		"                [--plant-abort-one-phase]\n"
 		"                [--small-only]\n"
 		"       simulate --seed S [--trace] [--members MIN-MAX] "
 		"[--plant-early-delivery] [--plant-leave-early]\n"
 		"                [--plant-leaver-delivers] [--plant-have-while-wedged]\n"
+		"                [--plant-abort-one-phase]\n"
 		"                [--small-only]\n");
 	exit(2);
 }
@@ -58,6 +62,7 @@ int main(int argc, char **argv)
 		{ "plant-leave-early", no_argument, 0, 'L' },
 		{ "plant-leaver-delivers", no_argument, 0, 'D' },
 		{ "plant-have-while-wedged", no_argument, 0, 'H' },
+		{ "plant-abort-one-phase", no_argument, 0, 'A' },
 		{ "small-only", no_argument, 0, 'O' },
 		{ 0, 0, 0, 0 },
 	};
@@ -82,6 +87,7 @@ int main(int argc, char **argv)
 		case 'L': o.plant_leave_early = true; break;
 		case 'D': o.plant_leaver_delivers = true; break;
 		case 'H': o.plant_have_while_wedged = true; break;
+		case 'A': o.plant_abort_one_phase = true; break;
 		case 'O': o.small_only = true; break;
 		default: usage();
 		}

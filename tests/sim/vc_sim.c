@@ -8,7 +8,9 @@
 
 #include "group/agree.h"
 #include "group/vcore.h"
+#include "rdmc/plan.h"
 #include "smc/order.h"
+#include "smc/ring.h"
 #include "tests/sim/vc_sim.h"
 #include "tests/vsync/check.h"
 #include "tests/vsync/history.h"
@@ -20,6 +22,8 @@
 #define NULL_ROUND UINT16_MAX /* struct vc_sim.mseq of a null round */
 #define SCHED_MAX 24      /* closes, joins and faults of one schedule */
 #define LARGE_PCT 20      /* messages that are large (sent by RDMC) */
+#define REFUSE_PCT 6      /* receivers that cannot lease a large one */
+#define BLOCKS_MAX 4      /* RDMC blocks of a large message, at most */
 
 /* The segments of a row, as group.c declares them (plus the header). */
 enum seg { SEG_HDR, SEG_RECV, SEG_DONE, SEG_CLOSE, SEG_VC, SEG_JOIN, NSEG };
@@ -67,13 +71,18 @@ struct member {
 					  whole (the write completed) */
 	uint8_t late_mask[SIM_MAX];    /* its segments still to take */
 	uint64_t suspected;
+	struct smc_order ord;          /* SMC's order engine (smc/order.c) */
 	uint64_t have[SIM_MAX];        /* rounds held per sender */
 	uint64_t cap[SIM_MAX];         /* rounds that will still arrive */
 	uint64_t done[SIM_MAX];        /* messages delivered per sender */
-	uint64_t next_pos;             /* next position SMC passes */
 	uint64_t app_pos;              /* next position delivered: those
-					  between wait in the delivery queue,
+					  from here to ord.next_seq (passed by
+					  SMC) wait in the delivery queue,
 					  behind a large message */
+	uint64_t sq_full_until;        /* its send queue is full until this
+					  event: nothing it posts goes out */
+	bool refuse_next;              /* vc_sim_refuse: the next large
+					  message it passes, it cannot lease */
 	uint64_t ndelivered;
 	uint64_t lcap[SIM_MAX];        /* per sender, no large round below it
 					  lacks its payload here */
@@ -83,17 +92,30 @@ struct member {
 };
 
 /* A round's payload, when the round is a large message: its announcement
- * went by SMC; the payload goes by RDMC (masks of members). */
+ * went by SMC; the payload goes by RDMC in blocks, each member writing
+ * the blocks its plan (rdmc/plan.h) says (masks of members). */
 struct payload {
 	bool large;
+	uint8_t k;                     /* blocks */
 	uint8_t ready;                 /* receivers that passed the announcement
-					  (rdmc_expect: their READY) */
+					  and leased a buffer (their READY) */
+	uint8_t refused;               /* ... that could not lease one (their
+					  READY carries -ENOMEM) */
 	uint8_t held;                  /* members holding the payload */
 	uint8_t told;                  /* ... that told the sender so (their
 					  HAVE): one wedged when it landed
 					  holds it back (rdmc_engine_wedge) */
-	uint8_t dead;                  /* members it will never reach */
 	uint8_t stable;                /* members told it is held everywhere */
+	/* A refused one: the sender cancels it (ABORT) once every receiver
+	 * answered; each receiver learns so and acknowledges (unless
+	 * wedged); once all did, the sender tells each that every member
+	 * knows (ABORT_ALL), and only then is it passed over. */
+	uint8_t aknown;                /* members that know it is cancelled */
+	uint8_t acked;                 /* receivers that acknowledged that */
+	uint8_t astable;               /* members told every member knows */
+	uint8_t blk[SIM_MAX];          /* blocks each member holds (bits) */
+	uint8_t cur[SIM_MAX];          /* each member's next write of its
+					  plan */
 };
 
 struct detect {
@@ -111,6 +133,13 @@ struct vc_sim {
 	uint64_t msgs[SIM_MAX];            /* messages sent */
 	uint16_t mseq[SIM_MAX][ROUND_MAX]; /* per round: its message number,
 					      or NULL_ROUND */
+	uint16_t rlen[SIM_MAX][ROUND_MAX]; /* per round starting an SMC
+					      record: its rounds (0 inside) */
+	/* A message's number as the application sees it: refused ones
+	 * (delivered nowhere) take none. qid[s][r] is set below qcur[s]. */
+	uint16_t qid[SIM_MAX][ROUND_MAX];
+	uint64_t qcur[SIM_MAX], qnext[SIM_MAX];
+	struct rdmc_plan plan[BLOCKS_MAX + 1][SIM_MAX]; /* [blocks][rank] */
 	struct payload pay[SIM_MAX][ROUND_MAX];
 	struct detect det[SIM_MAX * SIM_MAX * 2];
 	uint32_t ndet;
@@ -337,27 +366,6 @@ void vc_sim_detect(struct vc_sim *s, uint32_t j, uint32_t c)
 	trace(s, "member %u suspects %u", j, c);
 }
 
-/* Member c's link to k goes down: of the payloads k does not hold yet,
- * c's own never reach it (a sender whose link is gone completes none of
- * its transfers there), and another sender's reach it or not, by chance
- * (c may have been the relay it came through). */
-static void lose_payloads(struct vc_sim *s, uint32_t c, uint32_t k)
-{
-	for (uint32_t snd = 0; snd < s->n; snd++) {
-		if (snd == k)
-			continue;
-		for (uint64_t r = s->m[k].lnext[snd]; r < s->sent[snd]; r++) {
-			struct payload *py = &s->pay[snd][r];
-
-			if (!py->large || (py->held >> k & 1) ||
-			    (py->dead >> k & 1))
-				continue;
-			if (snd == c || chance(s, 50))
-				py->dead |= (uint8_t)(1u << k);
-		}
-	}
-}
-
 /* Member c's links go down (crash, partition side, its old view dropped
  * at install, or its group closed): what is in flight may be lost, the
  * data it sent reaches some members and not others, and so may the
@@ -372,7 +380,6 @@ static void cut_off(struct vc_sim *s, uint32_t c, uint64_t peers)
 		s->l[c][k].up = false;
 		s->m[k].cap[c] = s->m[k].have[c] +
 			below(s, s->sent[c] - s->m[k].have[c] + 1);
-		lose_payloads(s, c, k);
 		if (!s->m[k].crashed)
 			add_detect(s, k, c, 1 + below(s, 400));
 	}
@@ -407,7 +414,6 @@ static void partition(struct vc_sim *s)
 					s->l[b][a].count = 0;
 					s->l[b][a].up = false;
 					s->m[a].cap[b] = s->m[a].have[b];
-					lose_payloads(s, b, a);
 					add_detect(s, a, b, 1 + below(s, 400));
 				}
 		}
@@ -419,21 +425,37 @@ static void partition(struct vc_sim *s)
  * link is up to (in order, with delays: arrive()). A large message's
  * round is its announcement; the sender holds its payload from the
  * start. */
-static void send_round(struct vc_sim *s, uint32_t snd, bool msg, bool large)
+static void send_record(struct vc_sim *s, uint32_t snd, bool msg, bool large,
+			uint64_t nrounds)
 {
-	uint64_t r = s->sent[snd];
-
-	s->mseq[snd][r] = msg ? (uint16_t)s->msgs[snd]++ : NULL_ROUND;
-	s->pay[snd][r] = (struct payload){
-		.large = large,
-		.held = (uint8_t)(1u << snd),
-		.told = (uint8_t)(1u << snd),
+	uint64_t r0 = s->sent[snd];
+	struct smc_order_rec rec = {
+		.rec = r0,
+		.round = r0,
+		.len = msg ? 16 : 0,
+		.nrounds = (uint16_t)nrounds,
+		.flags = msg ? 0 : SMC_REC_NULL,
 	};
-	s->sent[snd] = r + 1;
-	s->m[snd].have[snd] = r + 1;
+
+	for (uint64_t r = r0; r < r0 + nrounds; r++) {
+		s->mseq[snd][r] = msg ? (uint16_t)s->msgs[snd]++ : NULL_ROUND;
+		s->rlen[snd][r] = r == r0 ? (uint16_t)nrounds : 0;
+		s->pay[snd][r] = (struct payload){
+			.large = large,
+			.k = large ? (uint8_t)(1 + below(s, BLOCKS_MAX)) : 0,
+			.held = (uint8_t)(1u << snd),
+			.told = (uint8_t)(1u << snd),
+		};
+		s->pay[snd][r].blk[snd] = 0xff;
+	}
+	s->sent[snd] = r0 + nrounds;
+	s->m[snd].have[snd] = r0 + nrounds;
+	if (smc_order_push(&s->m[snd].ord, snd, &rec))
+		violation(s, "smc_order_push refused member %u's own record at "
+			  "round %" PRIu64, snd, r0);
 	for (uint32_t k = 0; k < s->n; k++)
 		if (k != snd && s->l[snd][k].up)
-			s->m[k].cap[snd] = r + 1;
+			s->m[k].cap[snd] = r0 + nrounds;
 }
 
 static void send_msg(struct vc_sim *s, uint32_t snd, bool large)
@@ -443,7 +465,7 @@ static void send_msg(struct vc_sim *s, uint32_t snd, bool large)
 	/* A closing member sends nothing more. */
 	if (!running(m) || m->wedged || m->close || s->sent[snd] >= ROUND_MAX)
 		return;
-	send_round(s, snd, true, large);
+	send_record(s, snd, true, large, 1);
 	if (large)
 		trace(s, "member %u announces large message #%" PRIu64
 		      " (round %" PRIu64 ")", snd, s->msgs[snd] - 1,
@@ -463,27 +485,55 @@ void vc_sim_send_large(struct vc_sim *s, uint32_t snd)
 /* An idle sender's null rounds, by SMC's rule (smc/order.h): enough that
  * every round it holds of the others can be delivered. Without them a
  * member that stopped sending (a closer) would hold back every later
- * position. */
+ * position. One null record covers them, as SMC sends it (small_only:
+ * one record per round, as the simulator did before). */
 static void send_nulls(struct vc_sim *s, uint32_t j)
 {
 	uint64_t k = smc_order_null_rounds(s->m[j].have, s->n, j);
 
 	if (k > ROUND_MAX - s->sent[j])
 		k = ROUND_MAX - s->sent[j];
-	for (uint64_t i = 0; i < k; i++)
-		send_round(s, j, false, false);
+	if (k && !s->o.small_only)
+		send_record(s, j, false, false, k);
+	else
+		for (uint64_t i = 0; i < k; i++)
+			send_record(s, j, false, false, 1);
 	if (k)
 		trace(s, "member %u sends %" PRIu64 " null round%s", j, k,
 		      k == 1 ? "" : "s");
 }
 
+static bool sq_full(const struct vc_sim *s, uint32_t j)
+{
+	return s->now < s->m[j].sq_full_until;
+}
+
+/* Sender snd's next SMC record lands at member k (whole: a record a
+ * failure cut short never arrives) and goes to k's order engine. */
 static bool arrive(struct vc_sim *s, uint32_t snd, uint32_t k)
 {
 	struct member *m = &s->m[k];
+	uint64_t r = m->have[snd], len;
+	struct smc_order_rec rec;
+	int ret;
 
-	if (k == snd || m->crashed || m->have[snd] >= m->cap[snd])
+	if (k == snd || m->crashed || r >= s->sent[snd] || sq_full(s, snd))
 		return false;
-	m->have[snd]++;
+	len = s->rlen[snd][r];
+	if (r + len > m->cap[snd])
+		return false;
+	rec = (struct smc_order_rec){
+		.rec = r,
+		.round = r,
+		.len = s->mseq[snd][r] == NULL_ROUND ? 0 : 16,
+		.nrounds = (uint16_t)len,
+		.flags = s->mseq[snd][r] == NULL_ROUND ? SMC_REC_NULL : 0,
+	};
+	ret = smc_order_push(&m->ord, snd, &rec);
+	if (ret)
+		violation(s, "smc_order_push at member %u refused member %u's "
+			  "record at round %" PRIu64 ": %d", k, snd, r, ret);
+	m->have[snd] = r + len;
 	return true;
 }
 
@@ -503,14 +553,21 @@ static uint8_t receivers(const struct vc_sim *s, uint32_t snd)
 	return (uint8_t)(all_bits(s) & ~(1ull << snd));
 }
 
-/* The first large round of sender snd whose payload member j does not
- * hold (or the rounds sent, when there is none). */
+/* A large message is complete at member j (group/order.c's
+ * xfer_complete): its payload is here, or j knows it is cancelled (then
+ * it is delivered nowhere, alike everywhere). */
+static bool complete(const struct payload *py, uint32_t j)
+{
+	return !py->large || ((py->held | py->aknown) >> j & 1);
+}
+
+/* The first large round of sender snd not complete at member j (or the
+ * rounds sent, when there is none). */
 static uint64_t large_cap(struct vc_sim *s, uint32_t j, uint32_t snd)
 {
 	uint64_t *c = &s->m[j].lcap[snd];
 
-	while (*c < s->sent[snd] && (!s->pay[snd][*c].large ||
-				     (s->pay[snd][*c].held >> j & 1)))
+	while (*c < s->sent[snd] && complete(&s->pay[snd][*c], j))
 		(*c)++;
 	return *c;
 }
@@ -532,51 +589,157 @@ static void vc_have(struct vc_sim *s, uint32_t j, uint64_t *have)
 	}
 }
 
+/* The planted bug: a cancelled transfer is over where it is known to be
+ * cancelled, as rdmc/engine.c once had it (mask for xfer_over). */
+static uint8_t one_phase(const struct vc_sim *s)
+{
+	return s->o.plant_abort_one_phase ? 0xff : 0;
+}
+
+/* Over at member k: held and known stable, or cancelled and known to be
+ * known everywhere (group/order.c delivers or passes it then). */
+static bool xfer_over(const struct payload *py, uint32_t k, uint8_t plant)
+{
+	if (!py->large)
+		return true;
+	if (py->refused)
+		return (py->astable | (py->aknown & plant)) >> k & 1;
+	return (py->held & py->stable) >> k & 1;
+}
+
+/* A refused transfer at member k, one step: the sender cancels it once
+ * every receiver answered (rdmc's sender_check); a receiver learns that
+ * over the sender's link and acknowledges it unless wedged (like HAVE, an
+ * acknowledgement would let members not wedged yet pass it while the
+ * view change may decide otherwise); once every receiver did, the sender
+ * tells each (ABORT_ALL). */
+static bool abort_step(struct vc_sim *s, uint32_t k, uint32_t snd,
+		       struct payload *py, uint64_t r)
+{
+	uint8_t bit = (uint8_t)(1u << k), sbit = (uint8_t)(1u << snd);
+	uint8_t rcv = receivers(s, snd);
+
+	if ((py->ready | py->refused) != rcv)
+		return false;
+	if (k == snd) {
+		if (!(py->aknown & bit)) {
+			py->aknown |= bit;
+			trace(s, "member %u cancels large message #%u (round %"
+			      PRIu64 "): receivers %x could not lease it", snd,
+			      (unsigned)s->mseq[snd][r], r, py->refused);
+			return true;
+		}
+		if (py->acked == rcv && !(py->astable & bit)) {
+			py->astable |= bit;
+			trace(s, "member %u: every receiver knows large message "
+			      "#%u is cancelled", snd,
+			      (unsigned)s->mseq[snd][r]);
+			return true;
+		}
+		return false;
+	}
+	if (!s->l[snd][k].up)
+		return false;
+	if ((py->aknown & sbit) && !(py->aknown & bit)) {
+		py->aknown |= bit;
+		if (s->l[k][snd].up && !s->m[k].wedged)
+			py->acked |= bit;
+		trace(s, "member %u learns that large message #%u of member %u "
+		      "is cancelled%s", k, (unsigned)s->mseq[snd][r], snd,
+		      py->acked & bit ? "" : " (no acknowledgement)");
+		return true;
+	}
+	if ((py->astable & sbit) && !(py->astable & bit)) {
+		py->astable |= bit;
+		trace(s, "member %u learns that every member knows large "
+		      "message #%u of member %u is cancelled", k,
+		      (unsigned)s->mseq[snd][r], snd);
+		return true;
+	}
+	return false;
+}
+
 /* RDMC at member k takes sender snd's first transfer that is not over
- * here one step further: its payload lands here, once every receiver
- * passed the announcement (the sender moves nothing before every READY
- * is in); or k learns that every member holds it (the stable callback:
- * the sender had every receiver's HAVE and tells k over its link). It
- * runs from completions: on a wedged member too, and on one leaving
- * alone until it is gone. Returns whether it moved. */
-bool vc_sim_rdmc(struct vc_sim *s, uint32_t k, uint32_t snd)
+ * here one step further, as rdmc/engine.c does: the next write of k's
+ * plan (rdmc_plan_build: the binomial pipeline over ranks counted from
+ * the sender) goes once k holds its block and its target is READY (the
+ * sender waits for every receiver's answer first); a write on a link
+ * that is down is lost, so a relay cut off starves the ranks below it. A
+ * receiver holding every block tells the sender (HAVE, held back when
+ * wedged); once every member did, k learns that every member holds it
+ * (the stable callback, from the sender over its link). A refused one is
+ * cancelled instead (abort_step). It runs from completions: on a wedged
+ * member too, and on one leaving alone until it is gone. Returns whether
+ * it moved. */
+static bool rdmc_step(struct vc_sim *s, uint32_t k, uint32_t snd,
+		      bool writes_only)
 {
 	struct member *m = &s->m[k];
 	uint8_t bit = (uint8_t)(1u << k);
 	uint64_t *c = &m->lnext[snd];
+	const struct rdmc_plan *pl;
 	struct payload *py;
 
 	if (!running(m))
 		return false;
-	while (*c < s->sent[snd] && (!s->pay[snd][*c].large ||
-				     (s->pay[snd][*c].held &
-				      s->pay[snd][*c].stable & bit)))
+	while (*c < s->sent[snd] &&
+	       xfer_over(&s->pay[snd][*c], k, one_phase(s)))
 		(*c)++;
 	if (*c >= s->sent[snd])
 		return false;
 	py = &s->pay[snd][*c];
-	if (py->dead & bit)
-		return false;
-	if (!(py->held & bit)) {
-		if (py->ready != receivers(s, snd))
-			return false;
-		py->held |= bit;
-		if (!m->wedged || s->o.plant_have_while_wedged)
-			py->told |= bit;
-		trace(s, "payload of large message #%u of member %u (round %"
-		      PRIu64 ") lands at member %u%s%s",
-		      (unsigned)s->mseq[snd][*c], snd,
-		      *c, k, py->held == all_bits(s) ? ": every member holds it"
-		      : "", py->told & bit ? "" : " (wedged: no HAVE)");
-		return true;
+	if (py->refused)
+		return !writes_only && abort_step(s, k, snd, py, *c);
+	pl = &s->plan[py->k][(k + s->n - snd) % s->n];
+	if (py->cur[k] < pl->nsends && !sq_full(s, k)) {
+		struct rdmc_send_op op = pl->sends[py->cur[k]];
+		uint32_t t = (op.peer + snd) % s->n;
+		uint8_t tbit = (uint8_t)(1u << t), all = (uint8_t)((1u << py->k) - 1);
+
+		if ((py->blk[k] >> op.block & 1) && (py->ready & tbit) &&
+		    (k != snd || py->ready == receivers(s, snd))) {
+			py->cur[k]++;
+			if (!s->l[k][t].up || s->m[t].crashed) {
+				trace(s, "member %u's write of block %u of large "
+				      "message #%u of member %u to member %u is "
+				      "lost", k, op.block,
+				      (unsigned)s->mseq[snd][*c], snd, t);
+				return true;
+			}
+			py->blk[t] |= (uint8_t)(1u << op.block);
+			if (py->blk[t] != all || (py->held & tbit))
+				return true;
+			py->held |= tbit;
+			if (s->l[t][snd].up &&
+			    (!s->m[t].wedged || s->o.plant_have_while_wedged))
+				py->told |= tbit;
+			trace(s, "payload of large message #%u of member %u "
+			      "(round %" PRIu64 ", %u blocks) lands at member %u"
+			      "%s%s", (unsigned)s->mseq[snd][*c], snd, *c,
+			      py->k, t, py->held == all_bits(s) ?
+			      ": every member holds it" : "",
+			      py->told & tbit ? "" : " (wedged: no HAVE)");
+			return true;
+		}
 	}
-	if (py->told != all_bits(s) || (k != snd && !s->l[snd][k].up))
+	if (writes_only || !(py->held & bit) || (py->stable & bit) ||
+	    py->told != all_bits(s) || (k != snd && !s->l[snd][k].up))
 		return false;
 	py->stable |= bit;
 	trace(s, "member %u learns that large message #%u of member %u is "
 	      "held everywhere (stable)", k, (unsigned)s->mseq[snd][*c],
 	      snd);
 	return true;
+}
+
+bool vc_sim_rdmc(struct vc_sim *s, uint32_t k, uint32_t snd)
+{
+	return rdmc_step(s, k, snd, false);
+}
+
+bool vc_sim_rdmc_write(struct vc_sim *s, uint32_t k, uint32_t snd)
+{
+	return rdmc_step(s, k, snd, true);
 }
 
 void vc_sim_drop(struct vc_sim *s, uint32_t from, uint32_t to)
@@ -590,6 +753,21 @@ bool vc_sim_adopted(const struct vc_sim *s, uint32_t j)
 }
 
 /* ---- a member's pass ---------------------------------------------------- */
+
+/* The number the application sees for the message at round r of sender
+ * snd: its place among the sender's messages not refused. Every refusal
+ * before r is decided by the time r reaches any member's application
+ * (what precedes it there was delivered or passed over). */
+static uint64_t app_id(struct vc_sim *s, uint32_t snd, uint64_t r)
+{
+	while (s->qcur[snd] <= r) {
+		uint64_t i = s->qcur[snd]++;
+
+		if (s->mseq[snd][i] != NULL_ROUND && !s->pay[snd][i].refused)
+			s->qid[snd][i] = (uint16_t)s->qnext[snd]++;
+	}
+	return s->qid[snd][r];
+}
 
 /* Position pos reaches member j's application: a message is delivered
  * (and counted in its delivered column), a null is passed over. */
@@ -608,20 +786,42 @@ static void deliver(struct vc_sim *s, uint32_t j, uint64_t pos)
 	}
 	if (s->mseq[snd][r] == NULL_ROUND)
 		return;
-	q = s->mseq[snd][r];
 	m->done[snd]++;
+	if (s->pay[snd][r].refused)
+		return; /* cancelled: delivered nowhere, counted as done */
+	q = app_id(s, snd, r);
 	vs_add_deliver(&s->h, j, 0, m->ndelivered++, snd, q, 16,
 		       msg_hash(snd, q));
 }
 
+/* A position the trim holds, at member j: delivered, or passed over (a
+ * cancelled large message known so here); a large message needs its
+ * payload here (the group fails with -EPROTO otherwise). */
+static void trim_deliver(struct vc_sim *s, uint32_t j, uint64_t p)
+{
+	uint32_t snd = (uint32_t)(p % s->n);
+	uint64_t r = p / s->n;
+	const struct payload *py = &s->pay[snd][r];
+
+	if (r < s->sent[snd] && !complete(py, j)) {
+		violation(s, "member %u's trim holds large message #%u of "
+			  "member %u (round %" PRIu64 "), which it does not "
+			  "have", j, (unsigned)s->mseq[snd][r], snd, r);
+		return;
+	}
+	deliver(s, j, p);
+}
+
 /* The trim, as group_deliver_trim delivers it: what waits in the
- * delivery queue, then the positions SMC has not passed here, each
- * below its sender's trim. A large message in it needs its payload here
- * (the group fails with -EPROTO otherwise). */
+ * delivery queue (passed by SMC), each below its sender's trim; then
+ * SMC's order engine passes the rest up to the trim
+ * (smc_order_collect_trim). */
 static void deliver_trim(struct vc_sim *s, uint32_t j)
 {
 	struct member *m = &s->m[j];
-	uint64_t end = vc_trim_end(m->st.trim, s->n);
+	uint64_t end = vc_trim_end(m->st.trim, s->n), trim[SIM_MAX];
+	struct smc_order_event ev[64];
+	uint32_t got;
 
 	/* What it delivered before the wedge must be inside the trim. */
 	for (uint64_t p = 0; p < m->app_pos; p++)
@@ -631,37 +831,36 @@ static void deliver_trim(struct vc_sim *s, uint32_t j)
 				  "adopted ends that sender at %" PRIu64, j,
 				  p / s->n, (uint32_t)(p % s->n),
 				  m->st.trim[p % s->n]);
-	for (uint64_t p = m->app_pos; p < end; p++) {
-		uint32_t snd = (uint32_t)(p % s->n);
-		uint64_t r = p / s->n;
-
-		if (r >= m->st.trim[snd])
-			continue;
-		if (r < s->sent[snd] && s->pay[snd][r].large &&
-		    !(s->pay[snd][r].held >> j & 1)) {
-			violation(s, "member %u's trim holds large message #%u "
-				  "of member %u (round %" PRIu64 "), which it "
-				  "does not have", j, (unsigned)s->mseq[snd][r],
-				  snd, r);
-			continue;
+	for (uint64_t p = m->app_pos; p < m->ord.next_seq; p++)
+		if (p / s->n < m->st.trim[p % s->n])
+			trim_deliver(s, j, p);
+	for (uint32_t k = 0; k < s->n; k++) {
+		trim[k] = m->st.trim[k];
+		if (trim[k] > m->have[k]) {
+			violation(s, "member %u's trim holds %" PRIu64 " rounds "
+				  "of member %u; it holds %" PRIu64, j, trim[k],
+				  k, m->have[k]);
+			trim[k] = m->have[k];
 		}
-		deliver(s, j, p);
 	}
+	while ((got = smc_order_collect_trim(&m->ord, trim, ev, 64)) > 0)
+		for (uint32_t i = 0; i < got; i++)
+			if (!(ev[i].rec.flags & SMC_REC_NULL))
+				trim_deliver(s, j, ev[i].seq);
 	if (end > m->app_pos)
 		m->app_pos = end;
-	if (m->app_pos > m->next_pos)
-		m->next_pos = m->app_pos;
 	trace(s, "member %u delivers the trim (end %" PRIu64 ")", j, end);
 }
 
-/* Messages of sender snd among its first `rounds` rounds. */
-static uint64_t msgs_below(const struct vc_sim *s, uint32_t snd,
+/* Messages of sender snd among its first `rounds` rounds that are owed
+ * (not refused: their sender was told they failed). */
+static uint64_t owed_below(const struct vc_sim *s, uint32_t snd,
 			   uint64_t rounds)
 {
 	uint64_t q = 0;
 
 	for (uint64_t r = 0; r < rounds && r < s->sent[snd]; r++)
-		if (s->mseq[snd][r] != NULL_ROUND)
+		if (s->mseq[snd][r] != NULL_ROUND && !s->pay[snd][r].refused)
 			q++;
 	return q;
 }
@@ -679,7 +878,7 @@ static void install(struct vc_sim *s, uint32_t j)
 	/* Its sends: those below its trim were delivered in this view; the
 	 * rest go again in the next one, which the simulation does not run
 	 * (so they are not owed here). */
-	q = msgs_below(s, j, m->st.trim[j]);
+	q = owed_below(s, j, m->st.trim[j]);
 	for (uint64_t i = 0; i < q; i++)
 		vs_add_send(&s->h, j, 0, i);
 	m->installed = true;
@@ -704,41 +903,60 @@ static void depart(struct vc_sim *s, uint32_t j, const char *why)
 	cut_off(s, j, all_bits(s));
 }
 
-/* SMC passes the positions stable here in round-robin order; passing a
- * large message's announcement is where a receiver joins its transfer
- * (rdmc_expect: its READY). Then the delivery queue: each position is
- * delivered in order, a large message once this member learned that
- * every member holds its payload, and what follows waits behind it. */
+/* SMC passes the positions stable here (smc_order_frontier over the
+ * received counters it has, smc_order_collect); passing a large
+ * message's announcement is where a receiver joins its transfer
+ * (rdmc_expect: its READY, or a refusal when it cannot lease a buffer).
+ * Then the delivery queue: each position is delivered in order, a large
+ * message once this member learned that every member holds its payload
+ * (or passed over once it learned that every member knows it was
+ * cancelled), and what follows waits behind it. */
 static void normal_delivery(struct vc_sim *s, uint32_t j)
 {
 	struct member *m = &s->m[j];
+	uint64_t recv[SIM_MAX * SIM_MAX], frontier;
+	struct smc_order_event ev[64];
+	uint32_t got;
 
-	for (;;) {
-		uint64_t p = m->next_pos, r = p / s->n;
-		uint32_t snd = (uint32_t)(p % s->n);
-		bool passes = true;
+	for (uint32_t k = 0; k < s->n; k++)
+		memcpy(&recv[k * s->n], k == j ? m->have : m->seen[k].recv,
+		       s->n * sizeof(recv[0]));
+	frontier = smc_order_frontier(recv, s->n);
+	while ((got = smc_order_collect(&m->ord, frontier, ev, 64)) > 0)
+		for (uint32_t i = 0; i < got; i++) {
+			uint32_t snd = ev[i].sender;
+			uint64_t r = ev[i].rec.round;
+			struct payload *py = &s->pay[snd][r];
 
-		for (uint32_t k = 0; k < s->n && passes; k++) {
-			uint64_t got = k == j ? m->have[snd] :
-				m->seen[k].recv[snd];
-
-			passes = got > r;
+			if (ev[i].rec.flags & SMC_REC_NULL)
+				continue;
+			if (ev[i].seq != r * s->n + snd)
+				violation(s, "member %u: SMC passed round %" PRIu64
+					  " of member %u at position %" PRIu64,
+					  j, r, snd, ev[i].seq);
+			if (snd == j || !py->large)
+				continue;
+			if (m->refuse_next ? !(m->refuse_next = false) :
+			    chance(s, REFUSE_PCT)) {
+				py->refused |= (uint8_t)(1u << j);
+				trace(s, "member %u cannot lease a buffer for "
+				      "large message #%u of member %u", j,
+				      (unsigned)s->mseq[snd][r], snd);
+			} else {
+				py->ready |= (uint8_t)(1u << j);
+			}
 		}
-		if (!passes)
-			break;
-		if (snd != j && s->pay[snd][r].large)
-			s->pay[snd][r].ready |= (uint8_t)(1u << j);
-		m->next_pos++;
-	}
-	while (m->app_pos < m->next_pos) {
+	while (m->app_pos < m->ord.next_seq) {
 		uint64_t p = m->app_pos, r = p / s->n;
 		uint32_t snd = (uint32_t)(p % s->n);
 
-		if (s->pay[snd][r].large && !(s->pay[snd][r].stable >> j & 1))
+		if (s->pay[snd][r].large &&
+		    !xfer_over(&s->pay[snd][r], j, one_phase(s)))
 			break;
 		if (s->pay[snd][r].large)
-			trace(s, "member %u delivers large message #%u of member "
-			      "%u", j, (unsigned)s->mseq[snd][r], snd);
+			trace(s, "member %u %s large message #%u of member %u",
+			      j, s->pay[snd][r].refused ? "passes over" :
+			      "delivers", (unsigned)s->mseq[snd][r], snd);
 		deliver(s, j, p);
 		m->app_pos++;
 	}
@@ -1068,7 +1286,8 @@ void vc_sim_member_step(struct vc_sim *s, uint32_t j)
 		publish_counters(s, j);
 	if (m->close && !early && !(acts & VC_ACT_INSTALL))
 		leave = close_turn(s, j);
-	if (m->dirty)
+	/* A full send queue puts its push off (the row stays dirty). */
+	if (m->dirty && !sq_full(s, j))
 		push_row(s, j);
 	if (acts & VC_ACT_INSTALL) {
 		install(s, j);
@@ -1159,6 +1378,20 @@ static void random_event(struct vc_sim *s, bool sends)
 	}
 }
 
+void vc_sim_refuse(struct vc_sim *s, uint32_t j)
+{
+	s->m[j].refuse_next = true;
+}
+
+void vc_sim_sq_full(struct vc_sim *s, uint32_t j, uint64_t events)
+{
+	if (!running(&s->m[j]))
+		return;
+	s->m[j].sq_full_until = s->now + events;
+	trace(s, "member %u's send queues are full for %" PRIu64 " events", j,
+	      events);
+}
+
 static bool anyone_running(const struct vc_sim *s)
 {
 	for (uint32_t j = 0; j < s->n; j++)
@@ -1186,7 +1419,18 @@ struct vc_sim *vc_sim_new(uint32_t n, const struct vc_sim_opts *o)
 		vs_add_view(&s->h, j, 0, ids, n, 0);
 		for (uint32_t k = 0; k < n; k++)
 			s->l[j][k].up = j != k;
+		if (smc_order_init(&s->m[j].ord, n, ROUND_MAX)) {
+			vc_sim_free(s);
+			return NULL;
+		}
 	}
+	for (uint32_t k = 1; k <= BLOCKS_MAX; k++)
+		for (uint32_t r = 0; r < n; r++)
+			if (rdmc_plan_build(RDMC_BINOMIAL, n, k, r,
+					    &s->plan[k][r])) {
+				vc_sim_free(s);
+				return NULL;
+			}
 	return s;
 }
 
@@ -1194,6 +1438,11 @@ void vc_sim_free(struct vc_sim *s)
 {
 	if (!s)
 		return;
+	for (uint32_t j = 0; j < SIM_MAX; j++)
+		smc_order_fini(&s->m[j].ord);
+	for (uint32_t k = 0; k <= BLOCKS_MAX; k++)
+		for (uint32_t r = 0; r < SIM_MAX; r++)
+			rdmc_plan_free(&s->plan[k][r]);
 	vs_history_free(&s->h);
 	free(s);
 }
@@ -1420,7 +1669,8 @@ static void end_closers(struct vc_sim *s)
 		if (!m->departed)
 			continue;
 		if (m->close == VC_CLOSE_LEFT || !left || installed)
-			for (uint64_t q = 0; q < s->msgs[j]; q++)
+			for (uint64_t q = 0, nq = owed_below(s, j, s->sent[j]);
+			     q < nq; q++)
 				vs_add_send(&s->h, j, 0, q);
 		vs_add_end(&s->h, j, VS_END_CLOSED);
 	}
@@ -1515,7 +1765,7 @@ uint32_t vc_sim_finish(struct vc_sim *s, uint64_t budget,
 
 /* ---- random schedules ---------------------------------------------------- */
 
-enum sched_kind { SCHED_FAULT, SCHED_CLOSE, SCHED_JOIN };
+enum sched_kind { SCHED_FAULT, SCHED_CLOSE, SCHED_JOIN, SCHED_SQ_FULL };
 
 struct sched {
 	uint64_t at;
@@ -1549,6 +1799,9 @@ static void fire(struct vc_sim *s, const struct sched *e)
 				vc_sim_join(s, j, s->n + (uint32_t)below(s, 3));
 				return;
 			}
+		return;
+	case SCHED_SQ_FULL:
+		vc_sim_sq_full(s, e->who, 1 + below(s, 300));
 		return;
 	}
 }
@@ -1611,6 +1864,16 @@ uint32_t vc_sim_run(const struct vc_sim_opts *o, struct vc_sim_result *r)
 	s->faults_left = nfaults;
 	for (uint32_t i = 0; i < nfaults; i++)
 		sc[ns++] = (struct sched){ below(s, length), SCHED_FAULT, 0 };
+	/* Full send queues: a member posts nothing for a while (its pushes,
+	 * SMC records and RDMC writes wait). */
+	if (!o->small_only && chance(s, 30)) {
+		uint32_t k = 1 + (uint32_t)below(s, 3);
+
+		for (uint32_t i = 0; i < k; i++)
+			sc[ns++] = (struct sched){ below(s, length),
+						   SCHED_SQ_FULL,
+						   (uint32_t)below(s, n) };
+	}
 	/* A close in the middle of a view change, now and then. */
 	s->closes_left = chance(s, ncloses ? 50 : 15) ? 1 : 0;
 	s->grace = chance(s, 30) ? 0 : below(s, 600);

@@ -1,8 +1,9 @@
 /*
  * vc_sim.h - a deterministic simulator of squall's view change and close:
- * 3 to 7 members running the real view-change core (group/vcore.c) and
- * the real close agreements (group/agree.c) over a simulated SST and data
- * plane, with faults at any step, judged by the virtual-synchrony checker
+ * 3 to 7 members running the real view-change core (group/vcore.c), the
+ * real close agreements (group/agree.c), SMC's real order engine
+ * (smc/order.c) and RDMC's real transfer plans (rdmc/plan.c) over a
+ * simulated SST and data plane, with faults at any step, judged by the virtual-synchrony checker
  * (tests/vsync) and by the simulator's own checks of what the checker
  * cannot see (a member delivering a message it does not hold, or a trim
  * holding a large message whose payload it lacks, members installing
@@ -20,26 +21,36 @@
  *   columns (have, ack, trim, trim_adds, trim_mask); the join requests. A
  *   push has landed (its write completed, which its sender learns) once
  *   the peer took all of it.
- * - The data plane: each sender's rounds reach each member in order, with
- *   delays; a round is a message or, by SMC's rule (smc/order.h), a null
- *   an idle sender sends so that the rounds it holds of the others can be
- *   delivered. A sender whose links go down reaches some members with its
- *   last rounds and not others (ragged ends).
+ * - The data plane: each sender's SMC records reach each member in
+ *   order, whole, with delays, into that member's smc_order engine; a
+ *   record is a message (one round) or a null record an idle sender sends
+ *   by SMC's rule (smc_order_null_rounds) so that the rounds it holds of
+ *   the others can be delivered, covering several rounds at once as SMC
+ *   sends it. A sender whose links go down reaches some members with its
+ *   last records and not others (ragged ends).
  * - Large messages (a fifth of the messages), as group/order.c sends
- *   them: the round is the announcement, the payload goes by RDMC. A
- *   receiver joins the transfer (READY) when SMC passes the announcement
- *   there; once every receiver did, the payload lands at each one at a
- *   random later event, independently (the sender holds it from the
- *   start); once every member holds it, each member learns so at a
- *   random later event of its own (the stable callback, from the sender
- *   over its link). Transfers go on while members are wedged, and at a
- *   member leaving alone until it is gone. When a member's link goes
- *   down (crash, partition, install, departure), the payloads it sent
- *   that a peer lacks never reach that peer, and the ones it may have
- *   relayed reach it or not, by chance.
- * - Normal delivery: round-robin order over senders, SMC passing a round
- *   once every member's published received counter covers it (SMC's
- *   stability rule), then the delivery queue: a large message is
+ *   them: the round is the announcement, the payload goes by RDMC in 1 to
+ *   4 blocks. A receiver joins the transfer (READY) when SMC passes the
+ *   announcement there, or, now and then, cannot lease a buffer and says
+ *   so. Each member then makes the block writes of its plan
+ *   (rdmc_plan_build, binomial pipeline, ranks counted from the sender)
+ *   in plan order, each once it holds the block and its target is READY
+ *   (the sender first waits for every answer); a write on a link that is
+ *   down is lost, so a relay cut off starves the ranks below it. A
+ *   receiver holding every block tells the sender (HAVE, held back when
+ *   wedged); once every member did, each learns so at a later event of
+ *   its own (the stable callback, over the sender's link). A refused
+ *   transfer is cancelled as rdmc/engine.c does it: the sender tells
+ *   each receiver, each one that learns it acknowledges (not when
+ *   wedged), and once all did the sender tells each that every member
+ *   knows; only then is it passed over (delivered nowhere, counted as
+ *   delivered, its sender owed nothing). Transfers go on while members
+ *   are wedged, and at a member leaving alone until it is gone.
+ * - Full send queues: now and then a member posts nothing for a while
+ *   (its pushes, SMC records and block writes wait).
+ * - Normal delivery: the positions SMC's engine passes
+ *   (smc_order_frontier over the received counters the member has,
+ *   smc_order_collect), then the delivery queue: a large message is
  *   delivered once this member learned that every member holds its
  *   payload, and everything after it waits. It stops at the wedge, and
  *   from the wedge on a member publishes neither counter (its pass stops
@@ -47,11 +58,13 @@
  *   delivers nothing more from the moment it says so. What a member
  *   publishes as have (group_have) is all of its own rounds and, of
  *   each other sender, the rounds it received but never past the first
- *   large message whose payload is not here; a wedged member publishes
+ *   large message whose payload is not here and which it does not know
+ *   to be cancelled; a wedged member publishes
  *   it again when payloads land. The trim is delivered as the group
- *   delivers it: every position below the trim's end whose round is
- *   below that sender's trim, a large message only with its payload
- *   here. Nulls are passed over, not delivered, and not counted.
+ *   delivers it: what waits in the delivery queue below each sender's
+ *   trim, then what smc_order_collect_trim passes, a large message only
+ *   with its payload here (or known cancelled). Nulls are passed over,
+ *   not delivered, and not counted.
  * - Closes, as group_close drives agree.h: a closer stops sending and
  *   publishes closing = 1 with the messages it sent. Each of its steps
  *   takes a turn of group_close's waits on the rows it has, before or
@@ -105,6 +118,10 @@ struct vc_sim_opts {
 	 * yet wedged then deliver it past the trim the wedged one's have
 	 * decides: */
 	bool plant_have_while_wedged;
+	/* Every member passes over a cancelled large message (a receiver
+	 * could not lease it) as soon as it knows it is cancelled, without
+	 * waiting until every member knows, as rdmc/ once did: */
+	bool plant_abort_one_phase;
 	/* Small messages only, with the event mix of the simulator before
 	 * it modelled large messages: seeds found then replay exactly. */
 	bool small_only;
@@ -134,10 +151,12 @@ void vc_sim_crash(struct vc_sim *s, uint32_t j);
 void vc_sim_detect(struct vc_sim *s, uint32_t j, uint32_t c);
 void vc_sim_send(struct vc_sim *s, uint32_t sender);  /* one message */
 void vc_sim_send_large(struct vc_sim *s, uint32_t sender);
-/* One step of sender's first transfer not over at member k: its payload
- * lands at k, or k learns that every member holds it. False when it
- * cannot move yet. */
+/* One step of sender's first transfer not over at member k: k's next
+ * block write (its plan's), or k learns that every member holds it, or a
+ * step of its cancellation. False when it cannot move yet. */
 bool vc_sim_rdmc(struct vc_sim *s, uint32_t k, uint32_t sender);
+/* The same, block writes only. */
+bool vc_sim_rdmc_write(struct vc_sim *s, uint32_t k, uint32_t sender);
 void vc_sim_arrive_all(struct vc_sim *s);  /* every sent round everywhere */
 void vc_sim_drop(struct vc_sim *s, uint32_t from, uint32_t to); /* lose
 						what is in flight on a link */
@@ -145,6 +164,12 @@ void vc_sim_close(struct vc_sim *s, uint32_t j);  /* group_close begins */
 void vc_sim_join(struct vc_sim *s, uint32_t j, uint32_t index); /* a join
 			request for .cfg index `index` (>= n) reaches j */
 bool vc_sim_adopted(const struct vc_sim *s, uint32_t j);
+/* Member j cannot lease a buffer for the next large message SMC passes
+ * there (its READY refuses it). */
+void vc_sim_refuse(struct vc_sim *s, uint32_t j);
+/* Member j's send queues are full for `events` events: nothing it posts
+ * (pushes, SMC records, RDMC writes) goes out until then. */
+void vc_sim_sq_full(struct vc_sim *s, uint32_t j, uint64_t events);
 
 /* Run fairly, without new faults, until every member installed, closed,
  * stopped or crashed (or `budget` events passed); then judge the run.

@@ -325,8 +325,12 @@ static void leaver_large(bool plant, struct vc_sim_result *r)
 		run_until_adopted(s, 4, 0, 3, 3);
 	}
 	assert_true(vc_sim_adopted(s, 0));
-	for (uint32_t k = 1; k < 4; k++)
-		assert_true(vc_sim_rdmc(s, k, 0));
+	/* The payload lands everywhere (every member's writes, by plan). */
+	for (bool moved = true; moved;) {
+		moved = false;
+		for (uint32_t k = 0; k < 4; k++)
+			moved |= vc_sim_rdmc_write(s, k, 0);
+	}
 	/* Stable only on the word of a wedged member's HAVE. */
 	assert_true(vc_sim_rdmc(s, 3, 0) == plant);
 	vc_sim_member_step(s, 3);
@@ -348,6 +352,64 @@ static void test_leaver_large(void **state)
 	leaver_large(true, &r);
 	printf("planted leaver delivering: %s\n", r.first);
 	assert_true(r.violations > 0);
+}
+
+/* A receiver that cannot lease a large message (4 members): each member
+ * sends a message, member 0 a large one and one more; member 2 cannot
+ * lease the large one, so 0 cancels it. Members 1 and 3 learn that, 2 not
+ * yet, and 0 crashes. For 2 the large message is neither here nor
+ * cancelled, so its have stops before it and the trim holds neither it
+ * nor 0's message after it. As rdmc/ had it (planted: one phase), 1 and 3
+ * passed the cancelled message over as soon as they knew and delivered
+ * 0's next message, which the trim then leaves out: the order splits. Now
+ * a member passes it over only once every member knows it is cancelled
+ * (the sender heard every receiver's acknowledgement). */
+static void refused_lease(bool plant, struct vc_sim_result *r)
+{
+	struct vc_sim_opts o = { .seed = 21, .plant_abort_one_phase = plant,
+				 .trace = getenv("VC_TRACE") ? stdout : NULL };
+	struct vc_sim *s = vc_sim_new(4, &o);
+
+	assert_non_null(s);
+	for (uint32_t j = 0; j < 4; j++)
+		vc_sim_send(s, j);
+	vc_sim_send_large(s, 0);
+	for (uint32_t j = 0; j < 4; j++)
+		vc_sim_send(s, j);
+	vc_sim_arrive_all(s);
+	vc_sim_refuse(s, 2);
+	run_fair(s, 4, 3);
+	assert_true(vc_sim_rdmc(s, 0, 0));  /* 0 cancels it */
+	assert_true(vc_sim_rdmc(s, 1, 0));  /* 1 and 3 learn that */
+	assert_true(vc_sim_rdmc(s, 3, 0));
+	assert_false(vc_sim_rdmc(s, 0, 0)); /* 2 did not: not known to all */
+	run_fair(s, 4, 3);
+	vc_sim_crash(s, 0);
+	vc_sim_finish(s, 100000, r);
+	vc_sim_free(s);
+}
+
+static void test_refused_lease(void **state)
+{
+	(void)state;
+	struct vc_sim_result r;
+
+	refused_lease(false, &r);
+	if (r.violations)
+		printf("%s\n", r.first);
+	assert_int_equal(r.violations, 0);
+	assert_int_equal(r.installed, 3);
+	refused_lease(true, &r);
+	printf("planted one-phase cancel: %s\n", r.first);
+	assert_true(r.violations > 0);
+}
+
+/* Random schedules with lease refusals, cancelled as rdmc/ once did it. */
+static void test_planted_abort_caught(void **state)
+{
+	(void)state;
+	assert_true(planted_caught("planted one-phase cancel", 5000,
+		&(struct vc_sim_opts){ .plant_abort_one_phase = true }) > 0);
 }
 
 /* 4 members close together once everything is delivered: they flush
@@ -386,6 +448,7 @@ int main(void)
 		cmocka_unit_test(test_leader_dies_after_one_adopted),
 		cmocka_unit_test(test_leave_alone),
 		cmocka_unit_test(test_leaver_large),
+		cmocka_unit_test(test_refused_lease),
 		cmocka_unit_test(test_flush_together),
 		cmocka_unit_test(test_join_alone),
 		cmocka_unit_test(test_close_holes),
@@ -394,6 +457,7 @@ int main(void)
 		cmocka_unit_test(test_planted_leave_caught),
 		cmocka_unit_test(test_planted_have_caught),
 		cmocka_unit_test(test_planted_leaver_caught),
+		cmocka_unit_test(test_planted_abort_caught),
 		cmocka_unit_test(test_schedules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -64,6 +64,7 @@ struct member {
 	uint64_t verified;
 	/* the ENOMEM and the final phases */
 	int enomem_result, enomem_seen;
+	bool enomem_stable;   /* the stable callback for the cancelled message */
 	char enomem_why[256];
 	bool bye_stable, bye_sent;
 	bool in_bye;            /* the last message is under way */
@@ -207,8 +208,11 @@ static void on_stable(void *arg, struct rdmc_group *g, uint64_t id,
 		mb->bye_stable = true;
 		return;
 	}
-	if (i == ENOMEM_IDX)
+	if (i == ENOMEM_IDX) {
+		/* The cancellation is known at every member. */
+		mb->enomem_stable = true;
 		return;
+	}
 	mb->m[s][i].stable = true;
 }
 
@@ -395,6 +399,9 @@ static void enomem_phase(struct member *mb, uint32_t victim)
 		progress(mb, start, "the failed send");
 	printf("member %u message of %" PRIu64 " bytes: status %d (%s): %s\n", mb->id,
 	       size, mb->enomem_result, strerror(-mb->enomem_result), mb->enomem_why);
+	while (!mb->enomem_stable)
+		progress(mb, start, "every member knowing of the cancellation");
+	printf("member %u: the cancellation is known at every member\n", mb->id);
 	if (mb->id == victim)
 		alloc_release(mb->a, &ballast);
 }

@@ -79,5 +79,10 @@ expect "$OUT/3.out" "member 3 expect of [0-9]+ bytes: Cannot allocate memory" "m
 expect "$OUT/0.out" "member 0 message of [0-9]+ bytes: status -12 .*member 3 could not lease a [0-9]+-byte buffer" "member 0's send fails naming member 3"
 expect "$OUT/1.out" "member 1 message of [0-9]+ bytes: status -12 .*cancelled" "member 1's receive cancelled"
 expect "$OUT/2.out" "member 2 message of [0-9]+ bytes: status -12 .*cancelled" "member 2's receive cancelled"
+# ... and only once every receiver acknowledged that is it passed over:
+# the stable callback for it, at every member.
+for i in 0 1 2 3; do
+    expect "$OUT/$i.out" "member $i: the cancellation is known at every member" "member $i learns every member knows of the cancellation"
+done
 for i in 0 1 2 3; do show "$i"; done
 echo "PASS: 4 members, 2 senders, 10 messages delivered identically, every byte verified, 0 payload copies, a failed lease fails the send"
