@@ -26,6 +26,7 @@
 #include <squall/config.h>
 
 #include "group/config_parse.h"
+#include "rdma/auth.h"
 
 #define KIB (UINT64_C(1) << 10)
 #define MIB (UINT64_C(1) << 20)
@@ -37,7 +38,8 @@
 #define REGION_RESERVE MIB
 #define FILE_MAX MIB
 
-enum kind { KIND_NAME, KIND_DEVICE, KIND_SIZE, KIND_UINT, KIND_BOOL };
+enum kind { KIND_NAME, KIND_DEVICE, KIND_SIZE, KIND_UINT, KIND_BOOL,
+	    KIND_PATH };
 
 struct key_def {
 	const char *section;
@@ -52,7 +54,7 @@ struct key_def {
 
 enum key_id {
 	K_NAME, K_DEVICE, K_REGION, K_HUGE, K_CONNECT, K_VIEW, K_COPY,
-	K_PAYLOAD, K_WINDOW, K_BLOCK, K_HEARTBEAT, K_SUSPECT, K_COUNT
+	K_PAYLOAD, K_WINDOW, K_BLOCK, K_HEARTBEAT, K_SUSPECT, K_KEY, K_COUNT
 };
 
 static const struct key_def keys[K_COUNT] = {
@@ -81,6 +83,8 @@ static const struct key_def keys[K_COUNT] = {
 			  .min = 1, .max = 60000, .def = 100 },
 	[K_SUSPECT] = { "sst", "suspect_timeout_ms", KIND_UINT,
 			.min = 1, .max = 3600000, .def = 2000 },
+	/* The group key (rdma/auth.h); relative to the file that names it. */
+	[K_KEY] = { "group", "key_file", KIND_PATH },
 };
 
 static const char *const sections[] = { "group", "smc", "rdmc", "sst" };
@@ -101,6 +105,7 @@ struct slot {
 	struct origin from;
 	int64_t num;
 	char str[GROUP_CONFIG_NAME_MAX];
+	char path[GROUP_CONFIG_PATH_MAX]; /* KIND_PATH, resolved */
 };
 
 struct loader {
@@ -320,6 +325,27 @@ static int check_string(struct loader *ld, int k, const struct origin *o,
 	return 0;
 }
 
+/* A path setting: relative to the directory of the file that sets it
+ * (a --set: to the working directory). */
+static int check_key_path(struct loader *ld, const struct origin *o,
+		      const char *path, const char *s, struct slot *dst)
+{
+	const char *file = o->rank == FROM_SET ? NULL : o->file;
+	const char *slash = file ? strrchr(file, '/') : NULL;
+	int dir = slash && s[0] != '/' ? (int)(slash - file) + 1 : 0;
+	char q[128];
+
+	if (!s[0])
+		return fail(ld, o, path, "must name a file (got \"\")");
+	if ((size_t)dir + strlen(s) >= GROUP_CONFIG_PATH_MAX)
+		return fail(ld, o, path, "the path is longer than %d "
+			    "characters (got \"%s\")", GROUP_CONFIG_PATH_MAX - 1,
+			    quoted(q, sizeof(q), s));
+	snprintf(dst->path, sizeof(dst->path), "%.*s%s", dir, file ? file : "",
+		 s);
+	return 0;
+}
+
 static int fail_range(struct loader *ld, const struct key_def *d,
 		      const struct origin *o, const char *path, int64_t v,
 		      const char *raw)
@@ -380,6 +406,12 @@ static int read_setting(struct loader *ld, int k, const struct origin *o,
 			return fail(ld, o, path, "must be a string (got %s)",
 				    type_name(type));
 		rc = check_string(ld, k, o, path, config_setting_get_string(s), &v);
+		break;
+	case KIND_PATH:
+		if (type != CONFIG_TYPE_STRING)
+			return fail(ld, o, path, "must be a string (got %s)",
+				    type_name(type));
+		rc = check_key_path(ld, o, path, config_setting_get_string(s), &v);
 		break;
 	case KIND_BOOL:
 		if (type != CONFIG_TYPE_BOOL)
@@ -802,6 +834,9 @@ static int apply_set(struct loader *ld, const char *arg)
 	case KIND_DEVICE:
 		rc = check_string(ld, k, &o, path, value, &v);
 		break;
+	case KIND_PATH:
+		rc = check_key_path(ld, &o, path, value, &v);
+		break;
 	case KIND_BOOL:
 		if (strcmp(value, "true") && strcmp(value, "false"))
 			return fail(ld, &o, path,
@@ -848,6 +883,7 @@ static int check_required(struct loader *ld)
 		}
 		s->num = keys[k].def;
 		s->str[0] = '\0';
+		s->path[0] = '\0';
 	}
 	if (!ld->members_seen) {
 		struct origin o = { .rank = FROM_GROUP, .file = ld->group_path };
@@ -943,8 +979,23 @@ static void fill(const struct loader *ld, struct group_config *c)
 	c->rdmc_block_size = (uint64_t)ld->slot[K_BLOCK].num;
 	c->sst_heartbeat_ms = (uint32_t)ld->slot[K_HEARTBEAT].num;
 	c->sst_suspect_timeout_ms = (uint32_t)ld->slot[K_SUSPECT].num;
+	snprintf(c->key_file, sizeof(c->key_file), "%s", ld->slot[K_KEY].path);
 	c->nmembers = ld->nmembers;
 	memcpy(c->members, ld->members, sizeof(c->members));
+}
+
+/* The group key, when a file names one: read now, so that a missing,
+ * unsafe or broken key file is an error of the configuration. */
+static int load_key(struct loader *ld, struct group_config *c)
+{
+	struct squall_error e = { 0 };
+
+	if (!c->key_file[0])
+		return 0;
+	if (squall_key_load(c->key_file, c->key, &e))
+		return fail_at(ld, K_KEY, "%s", e.msg);
+	c->has_key = true;
+	return 0;
 }
 
 static int finish(struct loader *ld, struct group_config *out)
@@ -954,8 +1005,18 @@ static int finish(struct loader *ld, struct group_config *out)
 	if (rc == 0)
 		rc = check_across(ld);
 	if (rc == 0) {
-		fill(ld, out);
-		snprintf(out->path, sizeof(out->path), "%s", ld->group_path);
+		struct group_config *c = malloc(sizeof(*c));
+
+		if (!c)
+			return squall_error_set(ld->err, -ENOMEM, "%s: out of "
+						"memory", ld->group_path);
+		fill(ld, c);
+		snprintf(c->path, sizeof(c->path), "%s", ld->group_path);
+		rc = load_key(ld, c);
+		if (rc == 0)
+			*out = *c;
+		explicit_bzero(c, sizeof(*c));
+		free(c);
 	}
 	return rc;
 }

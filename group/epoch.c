@@ -246,6 +246,8 @@ void group_epoch_teardown(struct group *g)
 	if (g->v.grant)
 		rdma_sq_dereg_mr(g->v.node, g->v.grant, NULL);
 	g->v.grant = NULL;
+	if (g->v.node)
+		atomic_fetch_add(&g->st_old_refused, rdma_sq_refused(g->v.node));
 	rdma_sq_destroy(g->v.node);
 	g->v.node = NULL;
 	if (g->v.core) {

@@ -215,6 +215,20 @@ typedef int (*first_view_fn)(struct group *g, const struct group_config *cfg,
 			     uint32_t my_id, uint64_t since,
 			     struct squall_error *err);
 
+/* The one line the library writes itself: a group without a key admits
+ * any process that has its file. Once per process. */
+static void warn_unauthenticated(const struct group_config *cfg)
+{
+	static atomic_bool said;
+
+	if (atomic_exchange(&said, true))
+		return;
+	fprintf(stderr, "squall: warning: %s names no group.key_file: members "
+		"are not authenticated, and any process that has this file "
+		"may connect as a member or join (make a key with "
+		"squall-keygen)\n", cfg->path);
+}
+
 /* Create a member's end of the group: its region, its first view
  * (first_fn: a member of the first view, or a joiner), that view's parts
  * and the view thread, then the view upcall; the group delivers from
@@ -235,6 +249,8 @@ static struct group *start(const struct group_config *cfg, uint32_t my_id,
 	}
 	if (squall_hook_check(err))
 		return NULL;
+	if (!cfg->has_key)
+		warn_unauthenticated(cfg);
 	g = group_alloc(cb, ctx, err);
 	if (!g)
 		return NULL;
@@ -365,7 +381,7 @@ void group_stats(struct group *g, struct group_stats *st)
 	bool self = group_lockless(g);
 	struct smc_stats ss = { 0 };
 	struct rdmc_stats rs = { 0 };
-	uint64_t epoch;
+	uint64_t epoch, refused;
 
 	if (!self)
 		group_epoch_rdlock(g);
@@ -373,6 +389,7 @@ void group_stats(struct group *g, struct group_stats *st)
 		smc_core_stats(g->v.core, &ss);
 	if (g->v.e)
 		rdmc_engine_stats(g->v.e, &rs);
+	refused = g->v.node ? rdma_sq_refused(g->v.node) : 0;
 	epoch = g->vcfg.epoch;
 	if (!self)
 		group_epoch_rdunlock(g);
@@ -398,6 +415,9 @@ void group_stats(struct group *g, struct group_stats *st)
 		.sends_lost = atomic_load(&g->st_unsent_lost),
 		.sends_unknown = atomic_load(&g->st_unsent_unknown),
 		.p2p_abandoned = atomic_load(&g->st_p2p_abandoned),
+		.misbehaved = atomic_load(&g->st_misbehaved),
+		.refused = refused + atomic_load(&g->st_old_refused) +
+			   atomic_load(&g->st_join_refused),
 	};
 }
 

@@ -404,6 +404,9 @@ struct group {
 	atomic_uint_fast64_t st_wedges, st_commits, st_resent, st_vc_ms,
 		st_old_copies, st_old_waits;
 	atomic_uint_fast64_t st_unsent_lost, st_unsent_unknown;
+	atomic_uint_fast64_t st_misbehaved; /* peers removed for what they sent */
+	atomic_uint_fast64_t st_old_refused; /* ended views' rdma_sq_refused */
+	atomic_uint_fast64_t st_join_refused; /* joins with a wrong proof */
 	atomic_uint_fast64_t st_p2p_abandoned; /* in flight when a view's
 						  node went, never completed */
 };

@@ -14,6 +14,12 @@
  * after the last delivery of the old view; the joiner loads the state and
  * connects in that view like everyone else. Connections and state are a
  * control path: small, rare, and fine over TCP.
+ *
+ * In a group with a key (group.key_file), the JOIN also carries the
+ * joiner's nonce; the member answers with its own nonce and its proof of
+ * the key (AUTH), and the joiner must answer with its proof before the
+ * request counts (rdma/auth.h, exchange "join"). A joiner without the key
+ * is refused for good, saying why.
  */
 #include <arpa/inet.h>
 #include <endian.h>
@@ -32,6 +38,7 @@
 #include <squall/wire.h>
 
 #include "group/group_int.h"
+#include "rdma/auth.h"
 
 /* How long a member waits for a joiner's request once it connected. */
 #define JOIN_REQUEST_MS 2000
@@ -229,6 +236,56 @@ static bool admissible(struct group *g, int fd, uint32_t id, uint64_t theirs,
 	return false;
 }
 
+/* The join exchange's context: `from` proves to `to`. */
+static struct squall_auth_ctx join_ctx(uint64_t fp, uint32_t from, uint32_t to,
+				       uint64_t nonce_joiner,
+				       uint64_t nonce_member)
+{
+	return (struct squall_auth_ctx){
+		.label = "join", .fingerprint = fp, .from = from, .to = to,
+		.nonce_req = nonce_joiner, .nonce_acc = nonce_member,
+	};
+}
+
+/* The member's side of the key exchange: its nonce and proof, then the
+ * joiner's proof. False when the joiner is refused (connection closed). */
+static bool join_proof_taken(struct group *g, int fd, uint32_t id,
+			     uint64_t fp, uint64_t nonce_joiner, uint64_t until)
+{
+	struct squall_auth_ctx c;
+	struct squall_error err = { 0 };
+	uint8_t out[8 + SQUALL_MAC_LEN], *buf;
+	uint64_t mine = squall_auth_nonce(), le = htole64(mine);
+	struct wire_msg m;
+	int r;
+
+	c = join_ctx(fp, g->my_id, id, nonce_joiner, mine);
+	memcpy(out, &le, 8);
+	if (!mine || squall_auth_prove(g->cfg.key, SQUALL_AUTH_ACCEPTOR, &c,
+				       out + 8) ||
+	    send_msg(fd, WIRE_MSG_AUTH, 0, g->my_id, out, sizeof(out))) {
+		close(fd);
+		return false;
+	}
+	r = recv_msg(fd, until, &buf, &m, &err);
+	c = join_ctx(fp, id, g->my_id, nonce_joiner, mine);
+	if (r || m.type != WIRE_MSG_AUTH ||
+	    !squall_auth_check(g->cfg.key, SQUALL_AUTH_REQUESTER, &c,
+			       m.payload, m.payload_len)) {
+		free(buf);
+		atomic_fetch_add(&g->st_join_refused, 1);
+		if (r)
+			close(fd);
+		else
+			refuse(fd, g, true, "member %u's proof of the group key "
+			       "is wrong: it holds another key than member %u",
+			       id, g->my_id);
+		return false;
+	}
+	free(buf);
+	return true;
+}
+
 /* One joiner connected: read its request, check it, keep it. */
 static void take_request(struct group *g, int fd)
 {
@@ -236,11 +293,13 @@ static void take_request(struct group *g, int fd)
 	uint64_t theirs;
 	struct wire_msg m;
 	uint8_t *buf;
+	uint64_t nonce = 0, until = group_now_ms() + JOIN_REQUEST_MS;
 	uint32_t id;
 	int k, r;
 
-	r = recv_msg(fd, group_now_ms() + JOIN_REQUEST_MS, &buf, &m, &err);
-	if (r || m.type != WIRE_MSG_JOIN || m.payload_len != 8) {
+	r = recv_msg(fd, until, &buf, &m, &err);
+	if (r || m.type != WIRE_MSG_JOIN ||
+	    (m.payload_len != 8 && m.payload_len != 16)) {
 		free(buf);
 		if (!r)
 			refuse(fd, g, true, "member %u expected a join request",
@@ -252,9 +311,25 @@ static void take_request(struct group *g, int fd)
 	id = msg_member(&m);
 	memcpy(&theirs, m.payload, 8);
 	theirs = le64toh(theirs);
+	if (m.payload_len == 16) {
+		memcpy(&nonce, m.payload + 8, 8);
+		nonce = le64toh(nonce);
+	}
 	free(buf);
 	k = group_config_member_index(&g->cfg, id);
 	if (!admissible(g, fd, id, theirs, k))
+		return;
+	if (g->cfg.has_key != (nonce != 0)) {
+		atomic_fetch_add(&g->st_join_refused, 1);
+		refuse(fd, g, true, g->cfg.has_key ?
+		       "member %u requires the group key (group.key_file), and "
+		       "member %u's join request carries no proof of it" :
+		       "member %u has no group key (group.key_file) and member "
+		       "%u's join request offers one: every member must name "
+		       "the same key", g->my_id, id);
+		return;
+	}
+	if (nonce && !join_proof_taken(g, fd, id, theirs, nonce, until))
 		return;
 	if (g->join_conn[k] >= 0)
 		close(g->join_conn[k]);
@@ -377,6 +452,39 @@ static int connect_to(const struct group_member_cfg *m, uint64_t until)
 /* Ask member m; on its answer fill view (epoch, ids) and the state.
  * Returns 0, 1 (try another member) or a negative errno (refused for
  * good, err says why). */
+/* The joiner's side of the key exchange: check the member's proof (in
+ * msg), answer with its own. Returns 0, or -EACCES (final) when the
+ * member's proof is wrong, or 1 (try another member) when the answer
+ * could not be sent. */
+static int join_prove(struct group *g, int fd, const struct group_member_cfg *m,
+		      uint64_t fp, uint64_t nonce, const struct wire_msg *msg,
+		      struct squall_error *err)
+{
+	uint8_t mac[SQUALL_MAC_LEN];
+	struct squall_auth_ctx c;
+	uint64_t theirs;
+
+	if (msg->payload_len != 8 + SQUALL_MAC_LEN)
+		return squall_error_set(err, -EACCES, "member %u's proof of the "
+					"group key to member %u's join is %u "
+					"bytes, not %u", m->id, g->my_id,
+					msg->payload_len, 8 + SQUALL_MAC_LEN);
+	memcpy(&theirs, msg->payload, 8);
+	theirs = le64toh(theirs);
+	c = join_ctx(fp, m->id, g->my_id, nonce, theirs);
+	if (!squall_auth_check(g->cfg.key, SQUALL_AUTH_ACCEPTOR, &c,
+			       msg->payload + 8, SQUALL_MAC_LEN))
+		return squall_error_set(err, -EACCES, "member %u's proof of the "
+					"group key is wrong: it holds another key "
+					"than %s (group.key_file of member %u)",
+					m->id, g->cfg.key_file, g->my_id);
+	c = join_ctx(fp, g->my_id, m->id, nonce, theirs);
+	if (squall_auth_prove(g->cfg.key, SQUALL_AUTH_REQUESTER, &c, mac) ||
+	    send_msg(fd, WIRE_MSG_AUTH, 0, g->my_id, mac, sizeof(mac)))
+		return 1;
+	return 0;
+}
+
 static int ask(struct group *g, const struct group_member_cfg *m,
 	       uint64_t until, struct group_config *v, uint8_t **state,
 	       size_t *state_len, struct squall_error *err)
@@ -393,10 +501,35 @@ static int ask(struct group *g, const struct group_member_cfg *m,
 	if (fd < 0)
 		return 1;
 	group_config_fingerprint(&g->cfg, &fp);
-	fp = htole64(fp);
-	r = send_msg(fd, WIRE_MSG_JOIN, 0, g->my_id, &fp, 8);
-	if (!r)
-		r = recv_msg(fd, until, &buf, &msg, &e2);
+	{
+		uint64_t req[2] = { htole64(fp), 0 }, nonce = 0;
+
+		if (g->cfg.has_key) {
+			nonce = squall_auth_nonce();
+			req[1] = htole64(nonce);
+		}
+		r = send_msg(fd, WIRE_MSG_JOIN, 0, g->my_id, req,
+			     g->cfg.has_key ? 16 : 8);
+		if (!r)
+			r = recv_msg(fd, until, &buf, &msg, &e2);
+		if (!r && nonce && msg.type == WIRE_MSG_AUTH) {
+			r = join_prove(g, fd, m, fp, nonce, &msg, err);
+			free(buf);
+			buf = NULL;
+			if (r) {
+				close(fd);
+				return r;
+			}
+			r = recv_msg(fd, until, &buf, &msg, &e2);
+		} else if (!r && nonce && msg.type != WIRE_MSG_REFUSE) {
+			squall_error_set(err, -EACCES, "member %u answered member "
+					 "%u's join without proving the group "
+					 "key", m->id, g->my_id);
+			close(fd);
+			free(buf);
+			return 1;
+		}
+	}
 	if (r) {
 		close(fd);
 		free(buf);

@@ -19,6 +19,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -171,6 +172,32 @@ static bool on_wc(void *arg, const struct rdma_sq_wc *wc)
 	return take_wc(g, wc);
 }
 
+static void misbehaved(struct group *g, uint32_t rank, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Member rank sent what this member cannot take: it is removed, not this
+ * member. Suspected like a failed member (every survivor learns it from
+ * this member's row, and the view change that follows removes it; the
+ * failure upcall gives the reason), and its connection is cut so that
+ * nothing more of it lands. Progress thread. */
+static void misbehaved(struct group *g, uint32_t rank, const char *fmt, ...)
+{
+	char why[sizeof(g->v.suspect_why[0])];
+	int len = snprintf(why, sizeof(why), "member %u misbehaved: ",
+			   g->v.ids[rank]);
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why + len, sizeof(why) - (size_t)len, fmt, ap);
+	va_end(ap);
+	atomic_fetch_add(&g->st_misbehaved, 1);
+	if (!g->v.suspect_why[rank][0])
+		snprintf(g->v.suspect_why[rank], sizeof(g->v.suspect_why[rank]),
+			 "%s", why);
+	sst_suspect(g->v.t, rank, why);
+	rdma_sq_peer_refuse(g->v.node, g->v.ids[rank], why);
+}
+
 static bool on_imm(void *arg, uint32_t rank, uint32_t imm)
 {
 	struct group *g = arg;
@@ -178,14 +205,14 @@ static bool on_imm(void *arg, uint32_t rank, uint32_t imm)
 	group_progress_enter(g);
 	if (smc_imm_is_smc(imm)) {
 		if (smc_core_on_recv(g->v.core, rank, imm))
-			group_fail(g, -EPROTO, "an SMC run from member %u does "
-				   "not continue its ring", g->v.ids[rank]);
+			misbehaved(g, rank, "its SMC run (immediate 0x%08x) "
+				   "does not continue its ring", imm);
 		return true;
 	}
 	if (g->v.e && rdmc_engine_on_imm(g->v.e, g->v.ids[rank], imm) == 0)
 		return true;
-	group_fail(g, -EPROTO, "member %u wrote with immediate 0x%08x, which "
-		   "no part of this member knows", g->v.ids[rank], imm);
+	misbehaved(g, rank, "it wrote with immediate 0x%08x, which no part "
+		   "of this member knows", imm);
 	return true;
 }
 
@@ -199,13 +226,17 @@ static bool on_message(void *arg, uint32_t rank, const void *buf, uint32_t len)
 	group_progress_enter(g);
 	if (g->v.e) {
 		r = rdmc_engine_on_message(g->v.e, g->v.ids[rank], buf, len);
+		if (r && r != -ENOMSG)
+			misbehaved(g, rank, "it sent a message this member "
+				   "cannot read (%u bytes): %s", len,
+				   strerror(-r));
 		if (r != -ENOMSG)
 			return true;
 	}
 	r = wire_decode(buf, len, &m, &err);
 	if (r || m.type != WIRE_MSG_P2P) {
-		group_fail(g, -EPROTO, "member %u sent a message this member "
-			   "cannot read: %s", g->v.ids[rank],
+		misbehaved(g, rank, "it sent a message this member cannot "
+			   "read (%u bytes): %s", len,
 			   r ? err.msg : "not a point-to-point message");
 		return true;
 	}

@@ -21,6 +21,7 @@
 #include <squall/wire.h>
 
 #include "group/group_int.h"
+#include "rdma/hook.h"
 
 /* Sends wait for room in slices of this, checking for failures. */
 #define WAIT_SLICE_MS 100
@@ -414,6 +415,9 @@ static int p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
 	}
 	hlen = wire_encode(hdr, 32, WIRE_MSG_P2P, 0, NULL, 0,
 			   (uint32_t)d->len, err);
+	/* Test hook: a member that misbehaves sends what nobody can read. */
+	if (hlen > 0 && squall_hook_fail("p2p_garbage"))
+		memset(hdr, 0xa5, (size_t)hlen);
 	r = hlen < 0 ? hlen : alloc_submit(g->a, d);
 	if (r) {
 		atomic_fetch_sub(&g->v.p2p_inflight[rank], 1);

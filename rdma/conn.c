@@ -9,6 +9,16 @@
  * requester's, the accept or the version reject carries the responder's,
  * so both sides can name both versions when they differ.
  *
+ * In a group with a key (group.key_file), the hellos carry a fresh nonce
+ * each and no region target. Once the connection is up, the requester
+ * sends its proof of the key (rdma/auth.h) as the first SEND on the queue
+ * pair; the acceptor checks it and answers with its own proof and its
+ * region target; the requester checks that and sends its target. A peer
+ * is up only then, so no memory key ever reaches a process that did not
+ * prove it holds the group key. An acceptor refuses a requester whose
+ * proof is wrong and goes on waiting for the real member; a requester
+ * refused so, or answered with a wrong proof, fails with the reason.
+ *
  * All rdma_cm events arrive on one non-blocking event channel per node.
  * Each event is copied out and acknowledged first, then handled, so that a
  * handler may destroy the id the event was for.
@@ -20,6 +30,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <squall/wire.h>
+
+#include "rdma/auth.h"
 #include "rdma/node.h"
 
 #define RESOLVE_TIMEOUT_MS 2000
@@ -43,23 +56,58 @@ struct rdma_sq_peer *rdma_sq_peer_by_id(struct rdma_sq_node *node, uint32_t id)
 	return NULL;
 }
 
-static void my_hello(const struct rdma_sq_node *node, uint8_t *buf)
+/* My region target: in the hello without a group key, else with my
+ * proof (auth_send). */
+static void my_target(const struct rdma_sq_node *node, struct wire_target *t)
 {
-	struct rdma_sq_hello h = {
+	*t = (struct wire_target){
+		.purpose = WIRE_TARGET_REGION,
+		.addr = (uint64_t)(uintptr_t)node->region,
+		.rkey = node->region_mr ? node->region_mr->rkey : 0,
+		.len = node->region_len,
+	};
+}
+
+/* My hello with `nonce` (0 without a group key). */
+static void my_hello(const struct rdma_sq_node *node, uint64_t nonce,
+		     uint8_t *buf)
+{
+	struct wire_target t = { 0 };
+	struct rdma_sq_hello h;
+
+	if (!node->cfg->has_key)
+		my_target(node, &t);
+	h = (struct rdma_sq_hello){
 		.major = node->opt.wire_major,
 		.minor = node->opt.wire_minor,
 		.member_id = node->my_id,
-		.rkey = node->region_mr ? node->region_mr->rkey : 0,
-		.addr = (uint64_t)(uintptr_t)node->region,
-		.len = node->region_len,
+		.rkey = t.rkey,
+		.addr = t.addr,
+		.len = t.len,
 		.cfg_fp = node->cfg_fp,
+		.nonce = nonce,
 	};
-
 	rdma_sq_hello_encode(&h, buf);
 }
 
-/* A peer's hello must speak our major version and come from the same
- * group file. */
+/* Both sides have a group key, or neither. */
+static int check_keyed(const struct rdma_sq_node *node,
+		       const struct rdma_sq_peer *p,
+		       const struct rdma_sq_hello *h, struct squall_error *err)
+{
+	if (node->cfg->has_key && !h->nonce)
+		return squall_error_set(err, -EACCES, "%s does not authenticate "
+			"(its group file names no group.key_file); %s requires "
+			"the group key", p->who, node->cfg->path);
+	if (!node->cfg->has_key && h->nonce)
+		return squall_error_set(err, -EACCES, "%s authenticates with a "
+			"group key, and this member has none: set group.key_file "
+			"in %s", p->who, node->cfg->path);
+	return 0;
+}
+
+/* A peer's hello must speak our major version, come from the same group
+ * file and agree on authentication. */
 static int check_hello(const struct rdma_sq_node *node,
 		       const struct rdma_sq_peer *p,
 		       const struct rdma_sq_hello *h, struct squall_error *err)
@@ -67,8 +115,274 @@ static int check_hello(const struct rdma_sq_node *node,
 	int ret = rdma_sq_hello_check_version(h, node->opt.wire_major,
 					      node->opt.wire_minor, p->who, err);
 
-	return ret ? ret : rdma_sq_hello_check_cfg(h, node->cfg_fp, p->who,
-						   node->cfg->path, err);
+	if (!ret)
+		ret = rdma_sq_hello_check_cfg(h, node->cfg_fp, p->who,
+					      node->cfg->path, err);
+	return ret ? ret : check_keyed(node, p, h, err);
+}
+
+/* ---- the key exchange ----------------------------------------------------- */
+
+static void drop_conn(struct rdma_sq_peer *p);
+
+#define AUTH_MSG_MAX 128u
+
+struct rdma_sq_auth_io {
+	struct ibv_mr *mr;
+	uint8_t recv[2][AUTH_MSG_MAX];
+	uint8_t send[2][AUTH_MSG_MAX];
+};
+
+static uint64_t auth_wr_id(const struct rdma_sq_peer *p, unsigned what)
+{
+	return RDMA_SQ_WR_AUTH << 56 | (uint64_t)what << 32 | p->id;
+}
+
+void rdma_sq_auth_free(struct rdma_sq_peer *p)
+{
+	if (!p->aio)
+		return;
+	if (p->aio->mr)
+		ibv_dereg_mr(p->aio->mr);
+	free(p->aio);
+	p->aio = NULL;
+}
+
+/* Before the connection is up: the receives for the peer's messages of
+ * the exchange (the acceptor takes two: proof, then target). */
+static int auth_setup(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+		      struct squall_error *err)
+{
+	unsigned n = p->active ? 1 : 2;
+
+	rdma_sq_auth_free(p);
+	p->auth_got = 0;
+	p->auth_early = 0;
+	if (!node->cfg->has_key)
+		return 0;
+	p->aio = calloc(1, sizeof(*p->aio));
+	if (!p->aio)
+		return squall_error_set(err, -ENOMEM, "out of memory for the key "
+					"exchange with %s", p->who);
+	p->aio->mr = ibv_reg_mr(node->pd, p->aio, sizeof(*p->aio),
+				IBV_ACCESS_LOCAL_WRITE);
+	if (!p->aio->mr)
+		return squall_error_set(err, -errno, "ibv_reg_mr for the key "
+					"exchange with %s: %s", p->who,
+					strerror(errno));
+	for (unsigned i = 0; i < n; i++) {
+		struct ibv_sge sg = { (uintptr_t)p->aio->recv[i], AUTH_MSG_MAX,
+				      p->aio->mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = auth_wr_id(p, i), .sg_list = &sg,
+					  .num_sge = 1 }, *bad;
+		int ret = ibv_post_recv(p->qp, &wr, &bad);
+
+		if (ret)
+			return squall_error_set(err, -ret, "ibv_post_recv for the "
+						"key exchange with %s: %s", p->who,
+						strerror(ret));
+	}
+	return 0;
+}
+
+/* The exchange's context as seen by `from` proving to `to`. */
+static struct squall_auth_ctx auth_ctx(const struct rdma_sq_node *node,
+				       const struct rdma_sq_peer *p, bool mine)
+{
+	uint64_t req = p->active ? p->nonce : p->remote.nonce;
+	uint64_t acc = p->active ? p->remote.nonce : p->nonce;
+
+	return (struct squall_auth_ctx){
+		.label = "rdma",
+		.fingerprint = node->cfg_fp,
+		.epoch = node->cfg->epoch,
+		.from = mine ? node->my_id : p->id,
+		.to = mine ? p->id : node->my_id,
+		.nonce_req = req,
+		.nonce_acc = acc,
+	};
+}
+
+/* Send my proof (with my target when `target`), or my target alone. */
+static int auth_send(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+		     bool proof, bool target)
+{
+	unsigned slot = proof ? 0 : 1;
+	uint8_t *buf = p->aio->send[slot];
+	struct wire_ext ext = { .type = WIRE_EXT_TARGET,
+				.len = WIRE_EXT_TARGET_LEN };
+	struct squall_auth_ctx c = auth_ctx(node, p, true);
+	struct ibv_sge sg;
+	struct ibv_send_wr wr = { 0 }, *bad;
+	int hl, ret;
+
+	my_target(node, &ext.u.target);
+	hl = wire_encode(buf, AUTH_MSG_MAX, proof ? WIRE_MSG_AUTH :
+			 WIRE_MSG_GRANT, 0, target ? &ext : NULL, target ? 1 : 0,
+			 proof ? SQUALL_MAC_LEN : 0, NULL);
+	if (hl < 0 || (proof && (size_t)hl + SQUALL_MAC_LEN > AUTH_MSG_MAX))
+		return -ENOSPC;
+	if (proof && squall_auth_prove(node->cfg->key, p->active ?
+				       SQUALL_AUTH_REQUESTER : SQUALL_AUTH_ACCEPTOR,
+				       &c, buf + hl))
+		return -EIO;
+	sg = (struct ibv_sge){ (uintptr_t)buf,
+			       (uint32_t)hl + (proof ? SQUALL_MAC_LEN : 0),
+			       p->aio->mr->lkey };
+	wr.wr_id = auth_wr_id(p, 2 + slot);
+	wr.sg_list = &sg;
+	wr.num_sge = 1;
+	wr.opcode = IBV_WR_SEND;
+	wr.send_flags = IBV_SEND_SIGNALED;
+	ret = ibv_post_send(p->qp, &wr, &bad);
+	return -ret;
+}
+
+/* The acceptor turns away a requester whose proof is wrong and waits for
+ * the real member (a stranger must not stop it). */
+static void auth_refuse(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+			const char *why)
+{
+	__atomic_fetch_add(&node->refused, 1, __ATOMIC_RELAXED);
+	rdma_sq_log(node, RDMA_SQ_LOG_ERROR, "member %u refused a connection "
+		    "claiming to be %s: %s", node->my_id, p->who, why);
+	snprintf(p->last_try, sizeof(p->last_try), "a connection claiming to "
+		 "be it was refused: %.200s", why);
+	if (p->cm)
+		rdma_disconnect(p->cm);
+	drop_conn(p);
+	rdma_sq_auth_free(p);
+	p->state = PEER_IDLE;
+}
+
+static void auth_fail(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+		      const char *why)
+{
+	if (p->active)
+		rdma_sq_peer_fail(node, p, "member %u: %s", node->my_id, why);
+	else
+		auth_refuse(node, p, why);
+}
+
+/* A message of the exchange from p arrived in its receive `slot`. */
+static void auth_recv(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+		      unsigned slot, uint32_t len)
+{
+	const uint8_t *buf = p->aio->recv[slot];
+	struct squall_auth_ctx c = auth_ctx(node, p, false);
+	bool want_proof = p->active || p->auth_got == 0;
+	bool want_target = p->active || p->auth_got == 1;
+	struct wire_msg m;
+	struct wire_ext ext;
+	char why[SQUALL_ERRMSG_MAX];
+
+	p->auth_got++;
+	if (wire_decode(buf, len, &m, NULL) ||
+	    m.type != (want_proof ? WIRE_MSG_AUTH : WIRE_MSG_GRANT)) {
+		snprintf(why, sizeof(why), "%s sent no proof of the group key "
+			 "(a %s message of %u bytes)", p->who,
+			 wire_decode(buf, len, &m, NULL) ? "malformed" :
+			 wire_msg_type_name(m.type), len);
+		auth_fail(node, p, why);
+		return;
+	}
+	if (want_proof &&
+	    !squall_auth_check(node->cfg->key, p->active ? SQUALL_AUTH_ACCEPTOR
+					      : SQUALL_AUTH_REQUESTER,
+			       &c, m.payload, m.payload_len)) {
+		snprintf(why, sizeof(why), "%s's proof of the group key is "
+			 "wrong: it holds another key than %.160s (group.key_file "
+			 "of %.160s)", p->who, node->cfg->key_file,
+			 node->cfg->path);
+		auth_fail(node, p, why);
+		return;
+	}
+	if (want_target) {
+		if (wire_ext_find(&m, WIRE_EXT_TARGET, &ext) ||
+		    ext.len < WIRE_EXT_TARGET_LEN ||
+		    ext.u.target.purpose != WIRE_TARGET_REGION) {
+			snprintf(why, sizeof(why), "%s proved the group key but "
+				 "sent no region target", p->who);
+			auth_fail(node, p, why);
+			return;
+		}
+		p->remote.addr = ext.u.target.addr;
+		p->remote.rkey = ext.u.target.rkey;
+		p->remote.len = ext.u.target.len;
+	}
+	if (p->active) {
+		/* Proven: my target now, then the peer is up. */
+		if (auth_send(node, p, false, true)) {
+			rdma_sq_peer_fail(node, p, "member %u: sending its "
+					  "region target to %s failed", node->my_id,
+					  p->who);
+			return;
+		}
+	} else if (want_proof) {
+		if (auth_send(node, p, true, true)) {
+			rdma_sq_peer_fail(node, p, "member %u: sending its proof "
+					  "of the group key to %s failed",
+					  node->my_id, p->who);
+			return;
+		}
+		return; /* its target comes next */
+	}
+	rdma_sq_set_state(p, PEER_UP);
+	rdma_sq_log(node, RDMA_SQ_LOG_INFO, "connected to %s (qp %u), each "
+		    "proved the group key", p->who, p->qp_num);
+}
+
+/* The requester: the acceptor closed the connection during the
+ * exchange, which it does when this member's proof is wrong. */
+static void lost_in_exchange(struct rdma_sq_node *node, struct rdma_sq_peer *p)
+{
+	rdma_sq_peer_fail(node, p, "member %u: %s closed the connection during "
+			  "the key exchange: it did not accept this member's "
+			  "proof of the group key (does %.160s hold the group's "
+			  "key?)", node->my_id, p->who, node->cfg->key_file);
+}
+
+void rdma_sq_auth_wc(struct rdma_sq_node *node, const struct ibv_wc *wc)
+{
+	uint32_t id = (uint32_t)wc->wr_id;
+	unsigned what = (unsigned)(wc->wr_id >> 32) & 0xff;
+	struct rdma_sq_peer *p = rdma_sq_peer_by_id(node, id);
+
+	if (!p || !p->aio || p->qp_num != wc->qp_num)
+		return; /* a connection since dropped */
+	if (wc->status != IBV_WC_SUCCESS) {
+		if (p->state == PEER_AUTH && p->active)
+			lost_in_exchange(node, p);
+		else if (p->state == PEER_AUTH)
+			auth_refuse(node, p, "the connection failed during the "
+				    "key exchange");
+		return;
+	}
+	if (what < 2 && p->state == PEER_AUTH) {
+		auth_recv(node, p, what, wc->byte_len);
+	} else if (what < 2 && p->state == PEER_ACCEPTING && !p->auth_early) {
+		/* The requester's proof can complete here before this side's
+		 * ESTABLISHED event is read: kept for on_established. */
+		p->auth_early = what + 1;
+		p->auth_early_len = wc->byte_len;
+	}
+}
+
+/* Take the exchange's completions (none other is posted during
+ * connect_all; any other goes to the stash for rdma_sq_poll). */
+static void auth_poll(struct rdma_sq_node *node)
+{
+	struct ibv_wc wc[8];
+	int n;
+
+	while ((n = ibv_poll_cq(node->cq, 8, wc)) > 0)
+		for (int i = 0; i < n; i++) {
+			if (wc[i].wr_id >> 56 == RDMA_SQ_WR_AUTH)
+				rdma_sq_auth_wc(node, &wc[i]);
+			else if (node->stash_n < (int)(sizeof(node->stash) /
+						      sizeof(node->stash[0])))
+				node->stash[node->stash_n++] = wc[i];
+		}
 }
 
 static void drop_conn(struct rdma_sq_peer *p)
@@ -153,14 +467,18 @@ static int make_qp(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 			"rdma_create_qp for %s: %s", p->who, strerror(errno));
 	p->qp = id->qp;
 	p->qp_num = id->qp->qp_num;
-	return 0;
+	/* A fresh nonce per attempt: a proof is good for this one only. */
+	p->nonce = node->cfg->has_key ? squall_auth_nonce() : 0;
+	if (node->cfg->has_key && !p->nonce)
+		return squall_error_set(err, -EIO, "libsodium could not start");
+	return auth_setup(node, p, err);
 }
 
-static void conn_param(struct rdma_sq_node *node, struct rdma_conn_param *cp,
-		       uint8_t *hello)
+static void conn_param(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+		       struct rdma_conn_param *cp, uint8_t *hello)
 {
 	memset(cp, 0, sizeof(*cp));
-	my_hello(node, hello);
+	my_hello(node, p->nonce, hello);
 	cp->private_data = hello;
 	cp->private_data_len = RDMA_SQ_WIRE_LEN;
 	cp->responder_resources = (uint8_t)node->max_rd_atom;
@@ -213,7 +531,7 @@ static int on_route_resolved(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 
 	if (ret)
 		return ret;
-	conn_param(node, &cp, hello);
+	conn_param(node, p, &cp, hello);
 	if (rdma_connect(p->cm, &cp)) {
 		retry_later(node, p, "rdma_connect: %s", strerror(errno));
 		return 0;
@@ -242,8 +560,24 @@ static int on_request(struct rdma_sq_node *node, const struct cm_event *ev,
 		return 0;
 	}
 	ret = check_hello(node, p, &ev->hello, err);
+	if (ret && node->cfg->has_key) {
+		/* With a group key, a stranger's request does not cost the
+		 * real member its place: refused, and the wait goes on. The
+		 * answer's nonce says this member authenticates. */
+		my_hello(node, squall_auth_nonce(), hello);
+		rdma_reject(ev->id, hello, RDMA_SQ_WIRE_LEN);
+		rdma_destroy_id(ev->id);
+		__atomic_fetch_add(&node->refused, 1, __ATOMIC_RELAXED);
+		rdma_sq_log(node, RDMA_SQ_LOG_ERROR, "member %u refused a "
+			    "connection claiming to be %s: %s", node->my_id,
+			    p->who, err->msg);
+		snprintf(p->last_try, sizeof(p->last_try), "a connection "
+			 "claiming to be it was refused: %.200s", err->msg);
+		squall_error_clear(err);
+		return 0;
+	}
 	if (ret) {
-		my_hello(node, hello);
+		my_hello(node, 0, hello);
 		rdma_reject(ev->id, hello, RDMA_SQ_WIRE_LEN);
 		rdma_destroy_id(ev->id);
 		rdma_sq_peer_fail(node, p, "%s", err->msg);
@@ -256,7 +590,7 @@ static int on_request(struct rdma_sq_node *node, const struct cm_event *ev,
 	ret = make_qp(node, p, ev->id, err);
 	if (ret)
 		return ret;
-	conn_param(node, &cp, hello);
+	conn_param(node, p, &cp, hello);
 	if (rdma_accept(ev->id, &cp)) {
 		ret = -errno;
 		drop_conn(p);
@@ -325,6 +659,23 @@ static int on_established(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 		p->remote = ev->hello;
 	}
 	shorten_rnr_wait(node, p);
+	if (node->cfg->has_key) {
+		/* Up once each side proved the key (auth_recv). */
+		rdma_sq_set_state(p, PEER_AUTH);
+		if (p->active && auth_send(node, p, true, false)) {
+			rdma_sq_peer_fail(node, p, "member %u: sending its proof "
+					  "of the group key to %s failed",
+					  node->my_id, p->who);
+			return squall_error_set(err, -EIO, "%s", p->error);
+		}
+		if (p->auth_early) {
+			unsigned slot = p->auth_early - 1;
+
+			p->auth_early = 0;
+			auth_recv(node, p, slot, p->auth_early_len);
+		}
+		return 0;
+	}
 	rdma_sq_set_state(p, PEER_UP);
 	rdma_sq_log(node, RDMA_SQ_LOG_INFO, "connected to %s (qp %u)", p->who,
 		    p->qp_num);
@@ -338,6 +689,10 @@ static void on_lost(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	if (p->state == PEER_UP || p->state == PEER_DEAD) {
 		rdma_sq_peer_fail(node, p, "%s disconnected (%s)", p->who,
 				  rdma_event_str(ev->type));
+		return;
+	}
+	if (p->state == PEER_AUTH && p->active) {
+		lost_in_exchange(node, p);
 		return;
 	}
 	if (p->active) {
@@ -534,6 +889,13 @@ int rdma_sq_connect_all(struct rdma_sq_node *node, struct squall_error *err)
 			return ret;
 		if (wait < 0 || (uint64_t)wait > deadline - now)
 			wait = (int)(deadline - now);
+		/* Key exchanges in progress: their completions come on the
+		 * completion queue, not the rdma_cm channel. */
+		if (node->cfg->has_key) {
+			auth_poll(node);
+			if (wait > 2)
+				wait = 2;
+		}
 		ret = poll(&pfd, 1, wait);
 		if (ret < 0 && errno != EINTR)
 			return squall_error_set(err, -errno, "poll on the rdma_cm channel: %s",
@@ -542,9 +904,11 @@ int rdma_sq_connect_all(struct rdma_sq_node *node, struct squall_error *err)
 			;
 		/* A peer refused (or was refused for) its version or group
 		 * file: it is marked dead; go on with the others. */
-		if ((ret == -EPROTO || ret == -ECONNREFUSED) && !refused.code)
+		if ((ret == -EPROTO || ret == -ECONNREFUSED || ret == -EACCES) &&
+		    !refused.code)
 			refused = err ? *err : (struct squall_error){ .code = ret };
-		else if (ret < 0 && ret != -EPROTO && ret != -ECONNREFUSED)
+		else if (ret < 0 && ret != -EPROTO && ret != -ECONNREFUSED &&
+			 ret != -EACCES)
 			return ret;
 	}
 	return refused.code ? keep(err, &refused) : first_refusal(node, err);
@@ -576,6 +940,15 @@ bool rdma_sq_peer_alive(const struct rdma_sq_node *node, uint32_t peer)
 		rdma_sq_peer_by_id((struct rdma_sq_node *)node, peer);
 
 	return p && rdma_sq_peer_state(p) == PEER_UP;
+}
+
+void rdma_sq_peer_refuse(struct rdma_sq_node *node, uint32_t peer,
+			 const char *why)
+{
+	struct rdma_sq_peer *p = rdma_sq_peer_by_id(node, peer);
+
+	if (p)
+		rdma_sq_peer_fail(node, p, "%s", why);
 }
 
 const char *rdma_sq_peer_error(const struct rdma_sq_node *node, uint32_t peer)

@@ -43,7 +43,7 @@ static uint64_t get64(const uint8_t *p)
 }
 
 /* Layout: magic u32 | major u16 | minor u16 | member u32 | rkey u32 |
- *         addr u64 | len u64 | cfg_fp u64 */
+ *         addr u64 | len u64 | cfg_fp u64 | nonce u64 */
 void rdma_sq_hello_encode(const struct rdma_sq_hello *h, uint8_t *buf)
 {
 	put32(buf, RDMA_SQ_WIRE_MAGIC);
@@ -54,6 +54,7 @@ void rdma_sq_hello_encode(const struct rdma_sq_hello *h, uint8_t *buf)
 	put64(buf + 16, h->addr);
 	put64(buf + 24, h->len);
 	put64(buf + 32, h->cfg_fp);
+	put64(buf + 40, h->nonce);
 }
 
 int rdma_sq_hello_decode(const void *buf, size_t len, struct rdma_sq_hello *h)
@@ -69,6 +70,7 @@ int rdma_sq_hello_decode(const void *buf, size_t len, struct rdma_sq_hello *h)
 	h->addr = get64(p + 16);
 	h->len = get64(p + 24);
 	h->cfg_fp = get64(p + 32);
+	h->nonce = get64(p + 40);
 	return 0;
 }
 

@@ -3,9 +3,11 @@
  *
  * Both the connect request and the accept (or reject) carry one fixed,
  * little-endian record: magic, wire version, member id, the sender's
- * region target and the fingerprint of its group file
- * (group_config_fingerprint). It fits the 56 bytes RC connect private data
- * allows.
+ * region target, the fingerprint of its group file
+ * (group_config_fingerprint) and, in a group with a key, the sender's
+ * fresh nonce for this connection (rdma/auth.h; the region target is then
+ * 0: it travels only after both sides proved they hold the key). It fits
+ * the 56 bytes RC connect private data allows.
  */
 #ifndef SQUALL_RDMA_CONN_DATA_H
 #define SQUALL_RDMA_CONN_DATA_H
@@ -16,7 +18,7 @@
 #include <squall/error.h>
 
 #define RDMA_SQ_WIRE_MAGIC 0x4c415153u /* "SQAL" read as little-endian */
-#define RDMA_SQ_WIRE_LEN 40
+#define RDMA_SQ_WIRE_LEN 48
 
 struct rdma_sq_hello {
 	uint16_t major;
@@ -26,6 +28,7 @@ struct rdma_sq_hello {
 	uint64_t addr;
 	uint64_t len;
 	uint64_t cfg_fp;   /* the group file's fingerprint */
+	uint64_t nonce;    /* 0: the sender has no group key */
 };
 
 /* Encode h into buf (RDMA_SQ_WIRE_LEN bytes). */

@@ -102,8 +102,14 @@ int rdma_sq_poll(struct rdma_sq_node *node, struct rdma_sq_wc *out, int max)
 {
 	int n = 0;
 
-	while (n < max && node->stash_pos < node->stash_n)
-		convert(node, &node->stash[node->stash_pos++], &out[n++]);
+	while (n < max && node->stash_pos < node->stash_n) {
+		const struct ibv_wc *wc = &node->stash[node->stash_pos++];
+
+		if (wc->wr_id >> 56 == RDMA_SQ_WR_AUTH)
+			rdma_sq_auth_wc(node, wc);
+		else
+			convert(node, wc, &out[n++]);
+	}
 	while (n < max) {
 		struct ibv_wc wc[16];
 		int want = max - n < 16 ? max - n : 16;
@@ -111,8 +117,16 @@ int rdma_sq_poll(struct rdma_sq_node *node, struct rdma_sq_wc *out, int max)
 
 		if (got < 0)
 			return -EIO;
-		for (int i = 0; i < got; i++)
+		for (int i = 0; i < got; i++) {
+			/* The key exchange's own, late (a send of it that
+			 * completed after connect_all returned): not for the
+			 * caller. */
+			if (wc[i].wr_id >> 56 == RDMA_SQ_WR_AUTH) {
+				rdma_sq_auth_wc(node, &wc[i]);
+				continue;
+			}
 			convert(node, &wc[i], &out[n++]);
+		}
 		if (got < want)
 			break;
 	}

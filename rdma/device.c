@@ -371,6 +371,7 @@ static void destroy_peer(struct rdma_sq_peer *p)
 	rdma_destroy_id(p->cm);
 	p->cm = NULL;
 	p->qp = NULL;
+	rdma_sq_auth_free(p);
 }
 
 void rdma_sq_destroy(struct rdma_sq_node *node)
@@ -420,6 +421,11 @@ uint32_t rdma_sq_my_id(const struct rdma_sq_node *node)
 uint32_t rdma_sq_nmembers(const struct rdma_sq_node *node)
 {
 	return node->npeers;
+}
+
+uint64_t rdma_sq_refused(const struct rdma_sq_node *node)
+{
+	return __atomic_load_n(&node->refused, __ATOMIC_RELAXED);
 }
 
 const char *rdma_sq_device_name(const struct rdma_sq_node *node)

@@ -31,7 +31,8 @@ static const char *const die_points[] = {
 	"trim_published", "trim_adopted", "rdmc_mid", "rdmc_refused",
 	"installing", NULL,
 };
-static const char *const fail_points[] = { "rdmc_lease", NULL };
+static const char *const fail_points[] = { "rdmc_lease", "p2p_garbage",
+					    NULL };
 
 static struct hook hooks[] = {
 	{ .env = "SQUALL_DIE_AT", .points = die_points,
@@ -101,27 +102,35 @@ static bool due(struct hook *h, const char *point)
 	       atomic_fetch_add(&h->passed, 1) + 1 == h->nth;
 }
 
-void squall_hook(const char *point)
+/* The line a hook prints on stderr when it acts: what, when, where. */
+static void say(const char *what, const char *point, unsigned long nth)
 {
 	struct timespec ts;
 	char line[160];
 	int n;
 
-	if (!due(&hooks[0], point))
-		return;
 	clock_gettime(CLOCK_REALTIME, &ts);
-	n = snprintf(line, sizeof(line), "DYING pid=%d wall_ms=%" PRIu64
-		     " why=test hook %s:%lu\n", (int)getpid(),
+	n = snprintf(line, sizeof(line), "%s pid=%d wall_ms=%" PRIu64
+		     " why=test hook %s:%lu\n", what, (int)getpid(),
 		     (uint64_t)ts.tv_sec * 1000u +
-			     (uint64_t)ts.tv_nsec / 1000000u, point,
-		     hooks[0].nth);
+			     (uint64_t)ts.tv_nsec / 1000000u, point, nth);
 	if (n > 0 && write(2, line, (size_t)n) < 0)
 		n = 0;
+}
+
+void squall_hook(const char *point)
+{
+	if (!due(&hooks[0], point))
+		return;
+	say("DYING", point, hooks[0].nth);
 	raise(SIGKILL);
 }
 
 bool squall_hook_fail(const char *point)
 {
-	return due(&hooks[1], point);
+	if (!due(&hooks[1], point))
+		return false;
+	say("FAILING", point, hooks[1].nth);
+	return true;
 }
 #endif

@@ -6,6 +6,8 @@
  *                             process reaches POINT (squall_hook);
  *   SQUALL_FAIL_AT=POINT[:K]  fail the step at its K-th passage
  *                             (squall_hook_fail returns true once).
+ * Either says so first on stderr: "DYING|FAILING pid=P wall_ms=T
+ * why=test hook POINT:K".
  * The VM tests and the membership benchmark use them to act at a precise
  * step instead of at a time a script guessed. In other builds the points
  * compile to nothing, and either variable makes group_create() and
@@ -20,6 +22,8 @@
  *   installing      the old view is torn down, the next not yet built
  * Steps to fail (SQUALL_HOOK_FAIL_POINTS):
  *   rdmc_lease      a receiver's lease of a large message's buffer
+ *   p2p_garbage     a point-to-point send: its header goes out as bytes
+ *                   no member can read (a peer that misbehaves)
  */
 #ifndef SQUALL_RDMA_HOOK_H
 #define SQUALL_RDMA_HOOK_H
@@ -30,7 +34,7 @@
 
 #define SQUALL_HOOK_DIE_POINTS \
 	"trim_published, trim_adopted, rdmc_mid, rdmc_refused, installing"
-#define SQUALL_HOOK_FAIL_POINTS "rdmc_lease"
+#define SQUALL_HOOK_FAIL_POINTS "rdmc_lease, p2p_garbage"
 
 #ifdef SQUALL_TEST_HOOKS
 void squall_hook(const char *point);

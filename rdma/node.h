@@ -24,6 +24,7 @@ enum rdma_sq_peer_state {
 	PEER_RESOLVING,    /* active: address or route being resolved */
 	PEER_CONNECTING,   /* active: connect request sent */
 	PEER_ACCEPTING,    /* passive: accept sent, waiting for ESTABLISHED */
+	PEER_AUTH,         /* connected; proving the group key (conn.c) */
 	PEER_UP,
 	PEER_DEAD,
 };
@@ -55,7 +56,15 @@ struct rdma_sq_peer {
 	uint32_t qp_num;
 	uint64_t retry_at_ms;
 	unsigned attempts;
-	struct rdma_sq_hello remote;  /* what the peer told us */
+	struct rdma_sq_hello remote;  /* what the peer told us (with a group
+					 key, its region target comes with
+					 its proof instead) */
+	uint64_t nonce;               /* my hello's nonce (0: no group key) */
+	struct rdma_sq_auth_io *aio;  /* buffers of the key exchange */
+	unsigned auth_got;            /* its messages of the exchange taken */
+	unsigned auth_early;          /* its proof came before ESTABLISHED:
+					 receive slot + 1 (0: none) */
+	uint32_t auth_early_len;
 	char who[96];                 /* "member 2 (10.77.0.2:7001)" */
 	char last_try[256];           /* why the last attempt failed */
 	char error[SQUALL_ERRMSG_MAX];/* why the peer is dead */
@@ -105,6 +114,8 @@ struct rdma_sq_node {
 
 	unsigned idle_polls;          /* empty polls since the last cm check */
 	uint32_t npeers;              /* == cfg->nmembers */
+	uint64_t refused;             /* connections refused for the key
+					 (atomic: rdma_sq_refused) */
 	struct rdma_sq_peer *peers;
 };
 
@@ -140,6 +151,12 @@ void rdma_sq_use_once_destroy_all(struct rdma_sq_node *node);
 
 /* conn.c */
 struct rdma_sq_peer *rdma_sq_peer_by_id(struct rdma_sq_node *node, uint32_t id);
+/* The tag (top byte) of the work requests of the key exchange: the
+ * completion dispatcher hands them to rdma_sq_auth_wc, never out. */
+#define RDMA_SQ_WR_AUTH 0x41ull /* 'A' */
+void rdma_sq_auth_wc(struct rdma_sq_node *node, const struct ibv_wc *wc);
+/* Free a peer's key exchange buffers (its QP destroyed). */
+void rdma_sq_auth_free(struct rdma_sq_peer *p);
 /* Mark a peer dead with a reason (first reason wins) and move its QP to
  * the error state so outstanding requests flush. */
 void rdma_sq_peer_fail(struct rdma_sq_node *node, struct rdma_sq_peer *p,

@@ -114,6 +114,8 @@ const char *wire_msg_type_name(uint16_t type)
 		return "refuse";
 	case WIRE_MSG_GOODBYE:
 		return "goodbye";
+	case WIRE_MSG_AUTH:
+		return "auth";
 	case WIRE_MSG_P2P:
 		return "p2p";
 	case WIRE_MSG_P2P_DONE:

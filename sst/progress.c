@@ -67,6 +67,12 @@ static void suspect(struct sst *t, uint32_t rank, uint32_t by, const char *why)
 	report(t, rank, by, why);
 }
 
+void sst_suspect(struct sst *t, uint32_t rank, const char *why)
+{
+	if (rank < t->n && rank != t->me)
+		suspect(t, rank, t->me, why);
+}
+
 static void on_failed_wc(struct sst *t, uint32_t rank,
 			 const struct rdma_sq_wc *wc)
 {

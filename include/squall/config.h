@@ -50,6 +50,15 @@ struct group_config {
 	uint32_t sst_heartbeat_ms;          /* sst.heartbeat_ms */
 	uint32_t sst_suspect_timeout_ms;    /* sst.suspect_timeout_ms */
 
+	/* group.key_file (resolved against the directory of the file that
+	 * names it; "" when unset) and the key read from it. With a key,
+	 * members prove to each other that they hold it before any memory
+	 * key travels, and a join request must prove it too; without one,
+	 * peers are not authenticated (group_create warns once). */
+	char key_file[GROUP_CONFIG_PATH_MAX];
+	bool has_key;
+	uint8_t key[32];
+
 	/* The view this configuration describes: 0 as loaded; a group in a
 	 * later view connects with a copy holding that view's epoch and
 	 * members, so members of different views refuse each other. */
@@ -64,7 +73,9 @@ struct group_config {
  * group_config_load_with(path, NULL, NULL, 0, out, err). `out` is written
  * only on success. Errors: -ENOENT, -EACCES... (file cannot be opened or
  * read, text from strerror), -EFBIG (file over 1 MiB), -ENAMETOOLONG (path
- * longer than GROUP_CONFIG_PATH_MAX - 1), -EINVAL (anything invalid). */
+ * longer than GROUP_CONFIG_PATH_MAX - 1), -EINVAL (anything invalid,
+ * group.key_file included: a key file that is missing, readable by its
+ * group or others, or not a key). */
 int group_config_load(const char *path, struct group_config *out,
 		      struct squall_error *err);
 

@@ -143,7 +143,14 @@ struct group_callbacks {
  * upcall. Returns the group, or NULL with err filled: a broken .cfg (its
  * path, line and setting), an unknown member id (the known ids), a member
  * whose group file differs (its id and both fingerprints), a member that
- * never came up (its id and address), or an RDMA error. */
+ * never came up (its id and address), a member that refused this one's
+ * proof of the group key or gave a wrong one (who, and which key file), or
+ * an RDMA error. With group.key_file set, every connection starts with
+ * both sides proving they hold the key (rdma/auth.h), and a process that
+ * cannot is refused without stopping this member, which goes on waiting
+ * for the real one (group_stats refused counts them); without it,
+ * group_create and group_join write one warning to stderr, once per
+ * process, and peers are not authenticated. */
 struct group *group_create(const char *cfg_path, uint32_t my_id,
 			   const struct group_callbacks *cb, void *ctx,
 			   struct squall_error *err);
@@ -289,6 +296,14 @@ struct group_stats {
 				      never came before their view's
 				      connections went (their buffers are
 				      lost with them): 0 */
+	uint64_t misbehaved;       /* peers this member suspected for what
+				      they sent (a message it cannot read,
+				      an unknown immediate): each is removed
+				      by a view change, this member goes on */
+	uint64_t refused;          /* connections claiming to be a member,
+				      and join requests, refused: no proof
+				      of the group key (group.key_file), or
+				      a wrong one */
 };
 void group_stats(struct group *g, struct group_stats *st);
 

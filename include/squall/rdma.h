@@ -114,6 +114,11 @@ void rdma_sq_destroy(struct rdma_sq_node *node);
 uint32_t rdma_sq_my_id(const struct rdma_sq_node *node);
 uint32_t rdma_sq_nmembers(const struct rdma_sq_node *node);
 
+/* Connections this node refused because the process claiming to be a
+ * member did not prove it holds the group key (a group with
+ * group.key_file): it had none, or another. Any thread. */
+uint64_t rdma_sq_refused(const struct rdma_sq_node *node);
+
 /* The name of the RDMA device in use (e.g. "rxe0") and its port. */
 const char *rdma_sq_device_name(const struct rdma_sq_node *node);
 uint8_t rdma_sq_port(const struct rdma_sq_node *node);
@@ -261,6 +266,13 @@ int rdma_sq_wait(struct rdma_sq_node *node, int timeout_ms);
  * running: how another thread hands the progress thread work that no
  * completion will announce. Any thread; async-signal-safe. */
 void rdma_sq_wake(struct rdma_sq_node *node);
+
+/* Cut the connection to peer, which misbehaved (sent what this member
+ * cannot read, or wrote where it must not): its QP goes to the error
+ * state, so nothing more of it lands and what is queued flushes; why
+ * becomes its error. Progress thread (the one that polls the node). */
+void rdma_sq_peer_refuse(struct rdma_sq_node *node, uint32_t peer,
+			 const char *why);
 
 /* The reason peer was marked dead (empty when alive). */
 const char *rdma_sq_peer_error(const struct rdma_sq_node *node, uint32_t peer);

@@ -357,6 +357,13 @@ int sst_predicate_add(struct sst *t, enum sst_pred_kind kind,
  * unknown id or a one-shot that has fired. */
 int sst_predicate_remove(struct sst *t, sst_pred_id id);
 
+/* Suspect member rank for a reason found above the SST (it sent what
+ * this member cannot read): as a detected failure, it goes into this
+ * member's row, so that every survivor learns it and a view change
+ * removes it. The on_suspect callback gets why. Progress thread (from a
+ * dispatch hook). */
+void sst_suspect(struct sst *t, uint32_t rank, const char *why);
+
 /* Whether member rank is suspected by the local member (detected, or
  * learnt from a peer's row). */
 bool sst_suspected(const struct sst *t, uint32_t rank);

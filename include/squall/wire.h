@@ -50,6 +50,8 @@ enum wire_msg_type {
 	WIRE_MSG_HELLO_ACK = 2,    /* hello accepted */
 	WIRE_MSG_REFUSE = 3,       /* connection refused; payload = reason */
 	WIRE_MSG_GOODBYE = 4,      /* orderly shutdown of a connection */
+	WIRE_MSG_AUTH = 5,         /* proof of the group key (rdma/auth.h):
+				      payload = the MAC; may carry TARGET */
 
 	/* point to point (16..31) */
 	WIRE_MSG_P2P = 16,         /* a message; large ones carry USE_ONCE */
@@ -103,6 +105,7 @@ enum wire_target_purpose {
 	WIRE_TARGET_SST_ROW = 1,     /* the peer's row in my SST */
 	WIRE_TARGET_SMC_RING = 2,    /* the peer's SMC ring in my region */
 	WIRE_TARGET_RDMC_BUFFER = 3, /* the buffer of one RDMC transfer */
+	WIRE_TARGET_REGION = 4,      /* the whole region */
 };
 
 /* A remote-access grant: the peer may write [addr, addr + len) with rkey

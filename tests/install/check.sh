@@ -28,6 +28,15 @@ for h in "$here"/../../include/squall/*.h; do
 done
 echo "installed: ${pc#$root}, ${lib#$root}, $(find "$root" -path '*/include/squall/*.h' | wc -l) headers"
 
+# The key maker for group.key_file: installed, and its key private.
+keygen=$(find "$root" -name squall-keygen -type f | head -n1)
+[ -n "$keygen" ] || fail "squall-keygen is not installed"
+LD_LIBRARY_PATH=$(dirname "$lib") "$keygen" "$tmp/group.key" >/dev/null ||
+    fail "the installed squall-keygen failed"
+[ "$(stat -c %a "$tmp/group.key")" = 600 ] && [ "$(wc -c <"$tmp/group.key")" = 65 ] ||
+    fail "squall-keygen made $(stat -c '%a, %s bytes' "$tmp/group.key"), not a private 65-byte key"
+echo "installed: ${keygen#$root}, which makes private keys"
+
 # Paths in squall.pc name the real prefix; the sysroot puts them in DESTDIR.
 export PKG_CONFIG_PATH=$(dirname "$pc")
 export PKG_CONFIG_SYSROOT_DIR=$root

@@ -246,7 +246,7 @@ static void test_bad_unknown(void **state)
 	expect_bad("window = 16", "windw = 16",
 		   "%s:5: smc.windw: unknown setting (known in smc: max_payload, window)");
 	expect_bad("  region_size", "  huge_page = true;\n  region_size",
-		   "%s:3: group.huge_page: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, view_timeout_ms, copy_threshold)");
+		   "%s:3: group.huge_page: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, view_timeout_ms, copy_threshold, key_file)");
 	expect_bad("id = 1; address", "id = 1; adress = \"x\"; address",
 		   "%s:9: members[1].adress: unknown setting (known in a member: id, address, port, joins)");
 	expect_bad("members = (", "verbose = true;\nmembers = (",
@@ -469,7 +469,7 @@ static void test_node_bad(void **state)
 	expect_node_bad("smc = {\n  window = 3;\n};\n",
 			"%s:2: smc.window: must be a power of two between 2 and 65536 (got 3)");
 	expect_node_bad("group = { devise = \"mlx5_0\"; };\n",
-			"%s:1: group.devise: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, view_timeout_ms, copy_threshold)");
+			"%s:1: group.devise: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, view_timeout_ms, copy_threshold, key_file)");
 	expect_node_bad("\n\nmembers = ( { id = 5; address = \"10.0.0.5\"; port = 1; } );\n",
 			"%s:3: members: cannot be overridden by a node file (members come from the group file)");
 	expect_node_bad("group = { device = = \"mlx5_0\"; };\n",
@@ -505,6 +505,55 @@ static void test_set_override(void **state)
 	assert_true(cfg.huge_pages);
 	assert_int_equal(cfg.sst_suspect_timeout_ms, 5000);
 	assert_int_equal(cfg.smc_max_payload, 4096);
+}
+
+/* group.key_file: read at load, relative to the group file's folder;
+ * a missing, exposed or broken key is an error naming the setting and
+ * the file. */
+static void test_key_file(void **state)
+{
+	char *text = variant("  region_size = \"64M\";\n",
+			     "  region_size = \"64M\";\n  key_file = \"k.key\";\n");
+	char kpath[160];
+	struct group_config cfg;
+	struct squall_error err;
+
+	(void)state;
+	snprintf(kpath, sizeof(kpath), "%s/k.key", dir);
+	write_file(gpath, BASE);
+	assert_int_equal(group_config_load(gpath, &cfg, &err), 0);
+	assert_false(cfg.has_key);
+	assert_string_equal(cfg.key_file, "");
+	write_file(gpath, text);
+	/* Missing. */
+	assert_int_equal(group_config_load(gpath, &cfg, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "group.key_file: key file "));
+	assert_non_null(strstr(err.msg, "k.key: No such file"));
+	/* Exposed. */
+	write_file(kpath, "000102030405060708090a0b0c0d0e0f"
+		   "101112131415161718191a1b1c1d1e1f\n");
+	assert_int_equal(chmod(kpath, 0644), 0);
+	assert_int_equal(group_config_load(gpath, &cfg, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, ":4: group.key_file: key file "));
+	assert_non_null(strstr(err.msg, "(mode 0644)"));
+	/* Private: loaded, resolved against the group file's folder. */
+	assert_int_equal(chmod(kpath, 0600), 0);
+	assert_int_equal(group_config_load(gpath, &cfg, &err), 0);
+	assert_true(cfg.has_key);
+	assert_string_equal(cfg.key_file, kpath);
+	assert_int_equal(cfg.key[0], 0x00);
+	assert_int_equal(cfg.key[31], 0x1f);
+	/* Not a key. */
+	write_file(kpath, "not a key\n");
+	assert_int_equal(group_config_load(gpath, &cfg, &err), -EINVAL);
+	assert_non_null(strstr(err.msg, "not a key"));
+	/* Not a string. */
+	free(text);
+	text = variant("  region_size = \"64M\";\n",
+		       "  region_size = \"64M\";\n  key_file = 3;\n");
+	expect_bad_text(text, "%s:4: group.key_file: must be a string (got an integer)");
+	free(text);
+	unlink(kpath);
 }
 
 static void expect_set_bad(const char *set, const char *want)
@@ -690,6 +739,7 @@ int main(void)
 		cmocka_unit_test(test_node_override),
 		cmocka_unit_test(test_node_bad),
 		cmocka_unit_test(test_set_override),
+		cmocka_unit_test(test_key_file),
 		cmocka_unit_test(test_set_bad),
 		cmocka_unit_test(test_fingerprint),
 		cmocka_unit_test(test_my_id),

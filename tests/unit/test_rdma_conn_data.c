@@ -16,7 +16,7 @@
 static const struct rdma_sq_hello sample = {
 	.major = 1, .minor = 7, .member_id = 0x01020304, .rkey = 0xa1b2c3d4,
 	.addr = 0x1122334455667788ull, .len = 0x0000000100000040ull,
-	.cfg_fp = 0x08090a0b0c0d0e0full,
+	.cfg_fp = 0x08090a0b0c0d0e0full, .nonce = 0x1011121314151617ull,
 };
 
 static void test_fits_rc_private_data(void **state)
@@ -37,6 +37,7 @@ static void test_layout_is_little_endian(void **state)
 		0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, /* addr */
 		0x40, 0, 0, 0, 1, 0, 0, 0,      /* len */
 		0x0f, 0x0e, 0x0d, 0x0c, 0x0b, 0x0a, 0x09, 0x08, /* cfg_fp */
+		0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11, 0x10, /* nonce */
 	};
 
 	(void)state;
@@ -60,6 +61,7 @@ static void test_round_trip_with_padding(void **state)
 	assert_true(h.addr == sample.addr);
 	assert_true(h.len == sample.len);
 	assert_true(h.cfg_fp == sample.cfg_fp);
+	assert_true(h.nonce == sample.nonce);
 }
 
 static void test_rejects_short_foreign_and_missing(void **state)

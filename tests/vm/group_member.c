@@ -16,7 +16,8 @@
  * everything, and one line:
  *   ORDER member=ID delivered=N expected=E bad=B hash=H copies=C
  *         payload_copies=P send_waits=W held_max=M lat_p50_us=..
- *         lat_p99_us=.. secs=..
+ *         lat_p99_us=.. secs=.. refused=R (connections refused for the
+ *         group key)
  * (latency: own messages, send to own delivery.)
  *
  * p2p mode: every member sends a request to every other member and answers
@@ -465,11 +466,12 @@ int main(int argc, char **argv)
 	printf("ORDER member=%u delivered=%" PRIu64 " expected=%" PRIu64
 	       " bad=%" PRIu64 " hash=%016" PRIx64 " copies=%" PRIu64
 	       " payload_copies=%" PRIu64 " send_waits=%" PRIu64
-	       " held_max=%u lat_p50_us=%.0f lat_p99_us=%.0f secs=%.2f\n", m->id,
+	       " held_max=%u lat_p50_us=%.0f lat_p99_us=%.0f secs=%.2f"
+	       " refused=%" PRIu64 "\n", m->id,
 	       m->delivered, expected, m->bad, m->hash, gs.copies,
 	       gs.payload_copies, gs.send_waits, m->held_max,
 	       m->nlat ? m->lat_ns[m->nlat / 2] / 1e3 : 0.0,
 	       m->nlat ? m->lat_ns[m->nlat * 99 / 100] / 1e3 : 0.0,
-	       (now_ns() - t0) / 1e9);
+	       (now_ns() - t0) / 1e9, gs.refused);
 	return r || m->bad || m->delivered != expected;
 }

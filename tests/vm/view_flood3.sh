@@ -12,6 +12,12 @@
 # change view with point-to-point messages in flight on the old view's
 # connections, whose completions must all come back before its node goes
 # (group_stats p2p_abandoned 0: no buffer lost with it).
+# Then member 2 misbehaves: its 200th point-to-point message goes out as
+# bytes nobody can read (--fail-at p2p_garbage:200). Member 0, which
+# receives it, must not stop itself: it suspects member 2 and cuts its
+# connection, the view change removes member 2 (which finds itself out),
+# and members 0 and 1 go on with identical sequences, their failure
+# upcalls saying why.
 N=3
 SETS=${SETS:-sst.suspect_timeout_ms=4000}
 RATE=${RATE:-100}
@@ -49,4 +55,25 @@ for i in 0 1; do
     [ "$a" = 0 ] || fail "floodkill: member $i lost $a point-to-point sends with the old view's connections"
 done
 echo "ok: floodkill: no point-to-point send was abandoned with the old view ($(for i in 0 1; do echo -n "$i: $(val "$OUT/floodkill.$i.out" "P2P " sent) sent "; done))"
+
+EXTRA=([2]="--fail-at p2p_garbage:200")
+start_members garbage --p2p-flood
+wait_views garbage "0 1" 1 180
+wait_line "$OUT/garbage.2.out" "^STOPPED member=2 " 120 "${PID[2]}" ||
+    fail "garbage: member 2 did not find itself out within 120 s"
+finish_members garbage 2 120 3
+sent_at=$(val "$OUT/garbage.2.err" "FAILING " wall_ms)
+[ -n "$sent_at" ] || fail "garbage: member 2 sent no unreadable message"
+sleep 2
+stop_streaming garbage
+finish_members garbage "0 1" 300 0
+check_survivors garbage "0 1" 2 0,1 "$sent_at"
+# Member 0 received it and says why; member 1 learnt it from member 0.
+grep -q "^FAILURE member=0 failed=2 .*why=member 2 misbehaved: it sent a message this member cannot read" "$OUT/garbage.0.out" ||
+    fail "garbage: member 0's failure upcall for member 2 does not say it misbehaved: $(grep "^FAILURE member=0 " "$OUT/garbage.0.out" | head -n1)"
+grep -q "^FAILURE member=1 failed=2 " "$OUT/garbage.1.out" ||
+    fail "garbage: member 1 was not told member 2 failed"
+[ "$(val "$OUT/garbage.0.out" RESULT misbehaved)" = 1 ] ||
+    fail "garbage: member 0 counted $(val "$OUT/garbage.0.out" RESULT misbehaved) misbehaving peers, not 1"
+echo "ok: garbage: member 2's unreadable message removed member 2, not member 0 ($(grep "^FAILURE member=0 failed=2 " "$OUT/garbage.0.out" | head -n1 | sed 's/.* why=//'))"
 echo "PASS"

@@ -50,7 +50,8 @@
  *          -ENOTCONN / -ECONNABORTED; F the lowest counter told)
  *   ECHO member=I sent=S refused=R              (with --echo)
  *   RESULT member=I sent=S delivered=D bad=B dup=X gap=Y epochs=N
- *          view_change_ms=L
+ *          view_change_ms=L misbehaved=M (peers removed for what they
+ *          sent)
  *
  * With --log FILE it also writes the run's history for the checker
  * (tests/vsync/log.h: a record per view, per successful send, per
@@ -813,8 +814,9 @@ int main(int argc, char **argv)
 		       m->id, m->sent, m->echo_refused);
 	printf("RESULT member=%u sent=%" PRIu64 " delivered=%" PRIu64
 	       " bad=%" PRIu64 " dup=%" PRIu64 " gap=%" PRIu64 " epochs=%u"
-	       " view_change_ms=%" PRIu64 "\n", m->id, m->sent, m->delivered,
-	       m->bad, m->dup, m->gap, m->nep, st.last_view_change_ms);
+	       " view_change_ms=%" PRIu64 " misbehaved=%" PRIu64 "\n", m->id,
+	       m->sent, m->delivered, m->bad, m->dup, m->gap, m->nep,
+	       st.last_view_change_ms, st.misbehaved);
 	fflush(stdout);
 	if (atomic_load(&m->stopped))
 		return 3;
