@@ -139,6 +139,8 @@ static struct group *group_alloc(const struct group_callbacks *cb,
 	g->join_fd = -1;
 	for (uint32_t i = 0; i < GROUP_CONFIG_MAX_MEMBERS; i++)
 		g->join_conn[i] = -1;
+	for (unsigned i = 0; i < GROUP_JOIN_PENDING; i++)
+		g->join_pend[i].fd = -1;
 	return g;
 }
 
@@ -418,6 +420,7 @@ void group_stats(struct group *g, struct group_stats *st)
 		.misbehaved = atomic_load(&g->st_misbehaved),
 		.refused = refused + atomic_load(&g->st_old_refused) +
 			   atomic_load(&g->st_join_refused),
+		.joins_dropped = atomic_load(&g->st_join_dropped),
 	};
 }
 

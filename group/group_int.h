@@ -297,6 +297,11 @@ struct group_epoch {
 };
 
 /* A member's end of the group: what lives across its views. */
+/* Join connections read at once, and the largest join request or proof
+ * (header, member extension, up to 40 bytes of payload, with room). */
+#define GROUP_JOIN_PENDING 16
+#define GROUP_JOIN_MSG_MAX 256u
+
 struct group {
 	/* Set before the first view (group.c), then read by any thread: the
 	 * group file as loaded, this member, the upcalls, the region and
@@ -355,6 +360,19 @@ struct group {
 	int join_fd;
 	int join_conn[GROUP_CONFIG_MAX_MEMBERS];
 	uint64_t join_bits;             /* published in COL_JOIN */
+	/* Connections whose request (or proof of the key) is still being
+	 * read, without blocking: at most GROUP_JOIN_PENDING at once, each
+	 * message at most GROUP_JOIN_MSG_MAX bytes and due within
+	 * JOIN_REQUEST_MS (join.c). */
+	struct group_join_pend {
+		int fd;                 /* -1: free */
+		uint64_t deadline;
+		uint32_t got;
+		uint8_t buf[GROUP_JOIN_MSG_MAX];
+		uint32_t id;            /* after its request: */
+		int k;
+		uint64_t fp, nonce_joiner, nonce_member; /* 0: no proof due */
+	} join_pend[GROUP_JOIN_PENDING];
 
 	/* Progress thread: point-to-point messages that arrived before the
 	 * view was live (a peer that is ready first may ask at once), handed
@@ -407,6 +425,8 @@ struct group {
 	atomic_uint_fast64_t st_misbehaved; /* peers removed for what they sent */
 	atomic_uint_fast64_t st_old_refused; /* ended views' rdma_sq_refused */
 	atomic_uint_fast64_t st_join_refused; /* joins with a wrong proof */
+	atomic_uint_fast64_t st_join_dropped; /* join connections closed for
+						 silence, size or a full table */
 	atomic_uint_fast64_t st_p2p_abandoned; /* in flight when a view's
 						  node went, never completed */
 };
@@ -613,6 +633,10 @@ int group_resend(struct group *g, struct group_resend *rs,
  * asked of the members (deadline: since + group.connect_timeout_ms). */
 int group_join_listen(struct group *g, struct squall_error *err);
 void group_join_poll(struct group *g);
+/* The whole length of the join message whose fixed header is hdr (what
+ * its header says), into *total. -EMSGSIZE when it is more than max bytes
+ * or its extensions more than WIRE_EXT_AREA_MAX. */
+int group_join_msg_total(const uint8_t *hdr, uint64_t max, uint64_t *total);
 void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
 		       uint32_t n, uint64_t seq_base, uint64_t barriers);
 void group_join_close(struct group *g);

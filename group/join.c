@@ -15,6 +15,16 @@
  * connects in that view like everyone else. Connections and state are a
  * control path: small, rare, and fine over TCP.
  *
+ * Nobody can stall the view thread that reads them: join connections are
+ * read without blocking, at most GROUP_JOIN_PENDING at once (one more is
+ * closed at once, and may try again), each message at most
+ * GROUP_JOIN_MSG_MAX bytes (the length its header claims is checked
+ * before anything is read or allocated) and due within JOIN_REQUEST_MS;
+ * a joiner admitted that hangs up before its view is withdrawn; the
+ * answer, the state included, goes out within group.view_timeout_ms or
+ * the joiner is dropped. So a stranger delays nothing, and a joiner the
+ * install by view_timeout_ms at most.
+ *
  * In a group with a key (group.key_file), the JOIN also carries the
  * joiner's nonce; the member answers with its own nonce and its proof of
  * the key (AUTH), and the joiner must answer with its proof before the
@@ -40,8 +50,11 @@
 #include "group/group_int.h"
 #include "rdma/auth.h"
 
-/* How long a member waits for a joiner's request once it connected. */
+/* How long a member waits for each message of a joiner's (its request,
+ * its proof of the key) once it connected, and for a small answer of its
+ * own to go out. */
 #define JOIN_REQUEST_MS 2000
+#define JOIN_SEND_MS 1000
 /* A refusal the joiner must not retry elsewhere. */
 #define JOIN_REFUSE_FINAL 0x1u
 /* Largest state accepted (the payload length field's range). */
@@ -62,14 +75,26 @@ uint64_t group_cfg_bits(const struct group *g, const struct group_config *v)
 
 /* ---- TCP messages --------------------------------------------------------- */
 
-static int write_all(int fd, const void *p, size_t n)
+/* Write all of p by `until` (ms), the socket blocking or not. */
+static int write_all(int fd, const void *p, size_t n, uint64_t until)
 {
 	const uint8_t *b = p;
 
 	while (n) {
-		ssize_t w = send(fd, b, n, MSG_NOSIGNAL);
+		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
+		uint64_t now = group_now_ms();
+		ssize_t w;
 
+		if (now >= until)
+			return -ETIMEDOUT;
+		w = poll(&pfd, 1, (int)(until - now));
 		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return w ? -errno : -ETIMEDOUT;
+		w = send(fd, b, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (w < 0 && (errno == EINTR || errno == EAGAIN ||
+			      errno == EWOULDBLOCK))
 			continue;
 		if (w <= 0)
 			return -errno ?: -EIO;
@@ -106,9 +131,10 @@ static int read_all(int fd, void *p, size_t n, uint64_t until)
 	return 0;
 }
 
-/* Send one message: header (with the member extension), then payload. */
+/* Send one message by `until`: header (with the member extension), then
+ * payload. */
 static int send_msg(int fd, uint16_t type, uint16_t flags, uint32_t member,
-		    const void *payload, uint32_t len)
+		    const void *payload, uint32_t len, uint64_t until)
 {
 	struct wire_ext ext = { .type = WIRE_EXT_MEMBER, .u.member = member };
 	uint8_t hdr[64];
@@ -117,10 +143,20 @@ static int send_msg(int fd, uint16_t type, uint16_t flags, uint32_t member,
 
 	if (h < 0)
 		return h;
-	r = write_all(fd, hdr, (size_t)h);
+	r = write_all(fd, hdr, (size_t)h, until);
 	if (!r && len)
-		r = write_all(fd, payload, len);
+		r = write_all(fd, payload, len, until);
 	return r;
+}
+
+int group_join_msg_total(const uint8_t *hdr, uint64_t max, uint64_t *total)
+{
+	uint32_t ext, payload;
+
+	memcpy(&ext, hdr + 12, 4);
+	memcpy(&payload, hdr + 16, 4);
+	*total = WIRE_HDR_LEN + (uint64_t)le32toh(ext) + le32toh(payload);
+	return le32toh(ext) > WIRE_EXT_AREA_MAX || *total > max ? -EMSGSIZE : 0;
 }
 
 /* Receive one message whole into *buf (malloc'd; the caller frees). */
@@ -128,17 +164,13 @@ static int recv_msg(int fd, uint64_t until, uint8_t **buf, struct wire_msg *m,
 		    struct squall_error *err)
 {
 	uint8_t hdr[WIRE_HDR_LEN];
-	uint32_t ext, payload;
 	uint64_t total;
 	int r = read_all(fd, hdr, sizeof(hdr), until);
 
 	*buf = NULL;
 	if (r)
 		return r;
-	memcpy(&ext, hdr + 12, 4);
-	memcpy(&payload, hdr + 16, 4);
-	total = WIRE_HDR_LEN + (uint64_t)le32toh(ext) + le32toh(payload);
-	if (le32toh(ext) > WIRE_EXT_AREA_MAX || total > JOIN_STATE_MAX)
+	if (group_join_msg_total(hdr, JOIN_STATE_MAX, &total))
 		return squall_error_set(err, -EMSGSIZE, "a join message of %"
 					PRIu64 " bytes", total);
 	*buf = malloc(total);
@@ -200,7 +232,7 @@ static void refuse(int fd, struct group *g, bool final, const char *fmt, ...)
 	vsnprintf(text, sizeof(text), fmt, ap);
 	va_end(ap);
 	send_msg(fd, WIRE_MSG_REFUSE, final ? JOIN_REFUSE_FINAL : 0, g->my_id,
-		 text, (uint32_t)strlen(text));
+		 text, (uint32_t)strlen(text), group_now_ms() + JOIN_SEND_MS);
 	close(fd);
 }
 
@@ -247,106 +279,207 @@ static struct squall_auth_ctx join_ctx(uint64_t fp, uint32_t from, uint32_t to,
 	};
 }
 
-/* The member's side of the key exchange: its nonce and proof, then the
- * joiner's proof. False when the joiner is refused (connection closed). */
-static bool join_proof_taken(struct group *g, int fd, uint32_t id,
-			     uint64_t fp, uint64_t nonce_joiner, uint64_t until)
+static void pend_close(struct group_join_pend *p)
 {
-	struct squall_auth_ctx c;
-	struct squall_error err = { 0 };
-	uint8_t out[8 + SQUALL_MAC_LEN], *buf;
-	uint64_t mine = squall_auth_nonce(), le = htole64(mine);
-	struct wire_msg m;
-	int r;
-
-	c = join_ctx(fp, g->my_id, id, nonce_joiner, mine);
-	memcpy(out, &le, 8);
-	if (!mine || squall_auth_prove(g->cfg.key, SQUALL_AUTH_ACCEPTOR, &c,
-				       out + 8) ||
-	    send_msg(fd, WIRE_MSG_AUTH, 0, g->my_id, out, sizeof(out))) {
-		close(fd);
-		return false;
-	}
-	r = recv_msg(fd, until, &buf, &m, &err);
-	c = join_ctx(fp, id, g->my_id, nonce_joiner, mine);
-	if (r || m.type != WIRE_MSG_AUTH ||
-	    !squall_auth_check(g->cfg.key, SQUALL_AUTH_REQUESTER, &c,
-			       m.payload, m.payload_len)) {
-		free(buf);
-		atomic_fetch_add(&g->st_join_refused, 1);
-		if (r)
-			close(fd);
-		else
-			refuse(fd, g, true, "member %u's proof of the group key "
-			       "is wrong: it holds another key than member %u",
-			       id, g->my_id);
-		return false;
-	}
-	free(buf);
-	return true;
+	if (p->fd >= 0)
+		close(p->fd);
+	p->fd = -1;
 }
 
-/* One joiner connected: read its request, check it, keep it. */
-static void take_request(struct group *g, int fd)
+/* The joiner is admitted: its connection waits for its view. */
+static void admit(struct group *g, struct group_join_pend *p)
 {
-	struct squall_error err = { 0 };
-	uint64_t theirs;
-	struct wire_msg m;
-	uint8_t *buf;
-	uint64_t nonce = 0, until = group_now_ms() + JOIN_REQUEST_MS;
-	uint32_t id;
-	int k, r;
+	if (g->join_conn[p->k] >= 0)
+		close(g->join_conn[p->k]);
+	g->join_conn[p->k] = p->fd;
+	p->fd = -1;
+	g->join_bits |= 1ull << p->k;
+	publish_joins(g);
+}
 
-	r = recv_msg(fd, until, &buf, &m, &err);
-	if (r || m.type != WIRE_MSG_JOIN ||
-	    (m.payload_len != 8 && m.payload_len != 16)) {
-		free(buf);
-		if (!r)
-			refuse(fd, g, true, "member %u expected a join request",
-			       g->my_id);
-		else
-			close(fd);
+/* Its request (JOIN: fingerprint, and its nonce in a group with a key). */
+static void on_request(struct group *g, struct group_join_pend *p,
+		       const struct wire_msg *m)
+{
+	uint8_t out[8 + SQUALL_MAC_LEN];
+	struct squall_auth_ctx c;
+	uint64_t le;
+
+	if (m->type != WIRE_MSG_JOIN ||
+	    (m->payload_len != 8 && m->payload_len != 16)) {
+		refuse(p->fd, g, true, "member %u expected a join request",
+		       g->my_id);
+		p->fd = -1;
 		return;
 	}
-	id = msg_member(&m);
-	memcpy(&theirs, m.payload, 8);
-	theirs = le64toh(theirs);
-	if (m.payload_len == 16) {
-		memcpy(&nonce, m.payload + 8, 8);
-		nonce = le64toh(nonce);
+	p->id = msg_member(m);
+	memcpy(&p->fp, m->payload, 8);
+	p->fp = le64toh(p->fp);
+	p->nonce_joiner = 0;
+	if (m->payload_len == 16) {
+		memcpy(&p->nonce_joiner, m->payload + 8, 8);
+		p->nonce_joiner = le64toh(p->nonce_joiner);
 	}
-	free(buf);
-	k = group_config_member_index(&g->cfg, id);
-	if (!admissible(g, fd, id, theirs, k))
+	p->k = group_config_member_index(&g->cfg, p->id);
+	if (!admissible(g, p->fd, p->id, p->fp, p->k)) {
+		p->fd = -1;
 		return;
-	if (g->cfg.has_key != (nonce != 0)) {
+	}
+	if (g->cfg.has_key != (p->nonce_joiner != 0)) {
 		atomic_fetch_add(&g->st_join_refused, 1);
-		refuse(fd, g, true, g->cfg.has_key ?
+		refuse(p->fd, g, true, g->cfg.has_key ?
 		       "member %u requires the group key (group.key_file), and "
 		       "member %u's join request carries no proof of it" :
 		       "member %u has no group key (group.key_file) and member "
 		       "%u's join request offers one: every member must name "
-		       "the same key", g->my_id, id);
+		       "the same key", g->my_id, p->id);
+		p->fd = -1;
 		return;
 	}
-	if (nonce && !join_proof_taken(g, fd, id, theirs, nonce, until))
+	if (!g->cfg.has_key) {
+		admit(g, p);
 		return;
-	if (g->join_conn[k] >= 0)
-		close(g->join_conn[k]);
-	g->join_conn[k] = fd;
-	g->join_bits |= 1ull << k;
-	publish_joins(g);
+	}
+	/* Its nonce and proof first; the joiner's proof is due next. */
+	p->nonce_member = squall_auth_nonce();
+	le = htole64(p->nonce_member);
+	memcpy(out, &le, 8);
+	c = join_ctx(p->fp, g->my_id, p->id, p->nonce_joiner, p->nonce_member);
+	if (!p->nonce_member ||
+	    squall_auth_prove(g->cfg.key, SQUALL_AUTH_ACCEPTOR, &c, out + 8) ||
+	    send_msg(p->fd, WIRE_MSG_AUTH, 0, g->my_id, out, sizeof(out),
+		     group_now_ms() + JOIN_SEND_MS)) {
+		pend_close(p);
+		return;
+	}
+	p->got = 0;
+	p->deadline = group_now_ms() + JOIN_REQUEST_MS;
+}
+
+/* Its proof of the key (AUTH), in a group with one. */
+static void on_proof(struct group *g, struct group_join_pend *p,
+		     const struct wire_msg *m)
+{
+	struct squall_auth_ctx c = join_ctx(p->fp, p->id, g->my_id,
+					    p->nonce_joiner, p->nonce_member);
+
+	if (m->type != WIRE_MSG_AUTH ||
+	    !squall_auth_check(g->cfg.key, SQUALL_AUTH_REQUESTER, &c,
+			       m->payload, m->payload_len)) {
+		atomic_fetch_add(&g->st_join_refused, 1);
+		refuse(p->fd, g, true, "member %u's proof of the group key is "
+		       "wrong: it holds another key than member %u", p->id,
+		       g->my_id);
+		p->fd = -1;
+		return;
+	}
+	admit(g, p);
+}
+
+/* Read what has come of p's current message: 1 when it is whole, 0 when
+ * more is to come, or a negative errno (-EMSGSIZE: too long; the
+ * connection closed or failed). Never blocks. */
+static int pend_read(struct group_join_pend *p)
+{
+	for (;;) {
+		uint64_t total = WIRE_HDR_LEN;
+		ssize_t r;
+
+		if (p->got >= WIRE_HDR_LEN &&
+		    group_join_msg_total(p->buf, GROUP_JOIN_MSG_MAX, &total))
+			return -EMSGSIZE;
+		if (p->got == total)
+			return 1;
+		r = recv(p->fd, p->buf + p->got, total - p->got, MSG_DONTWAIT);
+		if (r > 0) {
+			p->got += (uint32_t)r;
+			continue;
+		}
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+			return 0;
+		return -ECONNRESET;
+	}
+}
+
+static void pend_step(struct group *g, struct group_join_pend *p, uint64_t now)
+{
+	struct wire_msg m;
+	int r = pend_read(p);
+
+	if (r == 0 && now < p->deadline)
+		return;
+	if (r == 0 || r == -ECONNRESET) {
+		atomic_fetch_add(&g->st_join_dropped, 1);
+		pend_close(p);
+		return;
+	}
+	if (r == -EMSGSIZE || wire_decode(p->buf, p->got, &m, NULL)) {
+		atomic_fetch_add(&g->st_join_dropped, 1);
+		refuse(p->fd, g, true, "member %u takes join messages of at most "
+		       "%u bytes, in squall's wire format", g->my_id,
+		       GROUP_JOIN_MSG_MAX);
+		p->fd = -1;
+		return;
+	}
+	if (p->nonce_member)
+		on_proof(g, p, &m);
+	else
+		on_request(g, p, &m);
+}
+
+/* A joiner admitted that went away before its view: its request is
+ * withdrawn, so that a view is not made for a member that will never
+ * come. */
+static void drop_gone(struct group *g)
+{
+	bool changed = false;
+
+	for (uint32_t k = 0; k < g->cfg.nmembers; k++) {
+		struct pollfd pfd = { .fd = g->join_conn[k], .events = POLLRDHUP };
+
+		if (pfd.fd < 0 || poll(&pfd, 1, 0) <= 0 ||
+		    !(pfd.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+			continue;
+		close(pfd.fd);
+		g->join_conn[k] = -1;
+		g->join_bits &= ~(1ull << k);
+		changed = true;
+	}
+	if (changed)
+		publish_joins(g);
 }
 
 void group_join_poll(struct group *g)
 {
+	uint64_t now = group_now_ms();
 	int fd;
 
 	group_assert_view_thread(g);
 	if (g->join_fd < 0 || !g->v.t)
 		return;
-	while ((fd = accept4(g->join_fd, NULL, NULL, SOCK_CLOEXEC)) >= 0)
-		take_request(g, fd);
+	while ((fd = accept4(g->join_fd, NULL, NULL,
+			     SOCK_CLOEXEC | SOCK_NONBLOCK)) >= 0) {
+		struct group_join_pend *p = NULL;
+
+		for (unsigned i = 0; i < GROUP_JOIN_PENDING && !p; i++)
+			if (g->join_pend[i].fd < 0)
+				p = &g->join_pend[i];
+		if (!p) {
+			/* As many are being read: this one waits its turn
+			 * by trying again. */
+			atomic_fetch_add(&g->st_join_dropped, 1);
+			close(fd);
+			continue;
+		}
+		*p = (struct group_join_pend){ .fd = fd, .k = -1,
+					       .deadline = now + JOIN_REQUEST_MS };
+	}
+	for (unsigned i = 0; i < GROUP_JOIN_PENDING; i++)
+		if (g->join_pend[i].fd >= 0)
+			pend_step(g, &g->join_pend[i], now);
+	drop_gone(g);
 }
 
 /* The view change that adds joiners is decided: tell each joiner whose
@@ -386,11 +519,17 @@ void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
 			       "application's state for it (%s)", g->my_id,
 			       r ? strerror(-r) : "too large");
 		} else {
+			/* Bounded: a joiner that does not take its state
+			 * within group.view_timeout_ms delays the install no
+			 * longer (it is dropped, and its view goes on
+			 * without it). */
+			uint64_t until = group_now_ms() + g->cfg.view_timeout_ms;
+
 			r = send_msg(fd, WIRE_MSG_VIEW_COMMIT, 0, g->my_id, view,
-				     28 + 4 * n);
+				     28 + 4 * n, until);
 			if (!r)
 				send_msg(fd, WIRE_MSG_STATE_XFER, 0, g->my_id,
-					 state, (uint32_t)len);
+					 state, (uint32_t)len, until);
 			close(fd);
 		}
 		free(state);
@@ -410,6 +549,8 @@ void group_join_close(struct group *g)
 			close(g->join_conn[k]);
 			g->join_conn[k] = -1;
 		}
+	for (unsigned i = 0; i < GROUP_JOIN_PENDING; i++)
+		pend_close(&g->join_pend[i]);
 }
 
 /* In a new view, requests still waiting are published again. */
@@ -449,9 +590,6 @@ static int connect_to(const struct group_member_cfg *m, uint64_t until)
 	return fd;
 }
 
-/* Ask member m; on its answer fill view (epoch, ids) and the state.
- * Returns 0, 1 (try another member) or a negative errno (refused for
- * good, err says why). */
 /* The joiner's side of the key exchange: check the member's proof (in
  * msg), answer with its own. Returns 0, or -EACCES (final) when the
  * member's proof is wrong, or 1 (try another member) when the answer
@@ -480,11 +618,15 @@ static int join_prove(struct group *g, int fd, const struct group_member_cfg *m,
 					m->id, g->cfg.key_file, g->my_id);
 	c = join_ctx(fp, g->my_id, m->id, nonce, theirs);
 	if (squall_auth_prove(g->cfg.key, SQUALL_AUTH_REQUESTER, &c, mac) ||
-	    send_msg(fd, WIRE_MSG_AUTH, 0, g->my_id, mac, sizeof(mac)))
+	    send_msg(fd, WIRE_MSG_AUTH, 0, g->my_id, mac, sizeof(mac),
+		     group_now_ms() + JOIN_SEND_MS))
 		return 1;
 	return 0;
 }
 
+/* Ask member m; on its answer fill view (epoch, ids) and the state.
+ * Returns 0, 1 (try another member) or a negative errno (refused for
+ * good, err says why). */
 static int ask(struct group *g, const struct group_member_cfg *m,
 	       uint64_t until, struct group_config *v, uint8_t **state,
 	       size_t *state_len, struct squall_error *err)
@@ -509,7 +651,7 @@ static int ask(struct group *g, const struct group_member_cfg *m,
 			req[1] = htole64(nonce);
 		}
 		r = send_msg(fd, WIRE_MSG_JOIN, 0, g->my_id, req,
-			     g->cfg.has_key ? 16 : 8);
+			     g->cfg.has_key ? 16 : 8, group_now_ms() + JOIN_SEND_MS);
 		if (!r)
 			r = recv_msg(fd, until, &buf, &msg, &e2);
 		if (!r && nonce && msg.type == WIRE_MSG_AUTH) {

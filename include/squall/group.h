@@ -304,6 +304,10 @@ struct group_stats {
 				      and join requests, refused: no proof
 				      of the group key (group.key_file), or
 				      a wrong one */
+	uint64_t joins_dropped;    /* join connections closed unanswered:
+				      silent for 2 s, a message over 256
+				      bytes or not squall's, or 16 being
+				      read already */
 };
 void group_stats(struct group *g, struct group_stats *st);
 

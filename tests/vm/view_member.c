@@ -51,7 +51,7 @@
  *   ECHO member=I sent=S refused=R              (with --echo)
  *   RESULT member=I sent=S delivered=D bad=B dup=X gap=Y epochs=N
  *          view_change_ms=L misbehaved=M (peers removed for what they
- *          sent)
+ *          sent) joins_dropped=J (join connections closed unanswered)
  *
  * With --log FILE it also writes the run's history for the checker
  * (tests/vsync/log.h: a record per view, per successful send, per
@@ -814,9 +814,10 @@ int main(int argc, char **argv)
 		       m->id, m->sent, m->echo_refused);
 	printf("RESULT member=%u sent=%" PRIu64 " delivered=%" PRIu64
 	       " bad=%" PRIu64 " dup=%" PRIu64 " gap=%" PRIu64 " epochs=%u"
-	       " view_change_ms=%" PRIu64 " misbehaved=%" PRIu64 "\n", m->id,
-	       m->sent, m->delivered, m->bad, m->dup, m->gap, m->nep,
-	       st.last_view_change_ms, st.misbehaved);
+	       " view_change_ms=%" PRIu64 " misbehaved=%" PRIu64
+	       " joins_dropped=%" PRIu64 "\n", m->id, m->sent, m->delivered,
+	       m->bad, m->dup, m->gap, m->nep, st.last_view_change_ms,
+	       st.misbehaved, st.joins_dropped);
 	fflush(stdout);
 	if (atomic_load(&m->stopped))
 		return 3;
