@@ -744,7 +744,8 @@ static void map_region(struct ping *pg)
 
 int main(int argc, char **argv)
 {
-	struct rdma_sq_options opt = { 0 };
+	/* It reads the peers' regions back (READ): the one program that may. */
+	struct rdma_sq_options opt = { .region_remote_read = true };
 	struct squall_error err;
 	struct ping *pg = calloc(1, sizeof(*pg));
 	const char *wire = getenv("SQUALL_TEST_WIRE_MAJOR");

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <infiniband/verbs.h>
+
 #include "group/group_int.h"
 
 int group_make_layout(uint32_t n, struct sst_layout **out, int *col,
@@ -118,8 +120,10 @@ static int start_rdmc(struct group *g, struct squall_error *err)
 	if (g->v.n == 1)
 		return 0;
 	/* READY grants the receive buffer under a registration of its own
-	 * over the region. */
-	r = rdma_sq_reg_mr(g->v.node, g->base, g->len, 0, &g->v.grant, err);
+	 * over the region: written by peers, never read. */
+	r = rdma_sq_reg_mr(g->v.node, g->base, g->len,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+			   &g->v.grant, err);
 	if (r)
 		return r;
 	eo.grant_mr = g->v.grant;

@@ -244,19 +244,22 @@ static int alloc_queues(struct rdma_sq_node *node, struct squall_error *err)
 
 int rdma_sq_region_access(const struct rdma_sq_node *node)
 {
-	int a = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-		IBV_ACCESS_REMOTE_READ;
+	int a = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 
+	if (node->opt.region_remote_read)
+		a |= IBV_ACCESS_REMOTE_READ;
 	return node->mw_bind ? a | IBV_ACCESS_MW_BIND : a;
 }
 
-/* The cache's callbacks: foreign memory gets the region's access, so a
- * cached registration can also carry a use-once window. */
+/* The cache's callbacks: foreign memory is for this member's own sends,
+ * with no remote access of its own; it may carry a use-once window (whose
+ * access is the window's: a remote read). */
 static int cache_reg(void *ctx, void *addr, size_t len, void **handle)
 {
 	struct rdma_sq_node *node = ctx;
-	struct ibv_mr *mr = ibv_reg_mr(node->pd, addr, len,
-				       rdma_sq_region_access(node));
+	int access = IBV_ACCESS_LOCAL_WRITE |
+		     (node->mw_bind ? IBV_ACCESS_MW_BIND : 0);
+	struct ibv_mr *mr = ibv_reg_mr(node->pd, addr, len, access);
 
 	if (!mr)
 		return neg_errno();

@@ -80,13 +80,19 @@ struct rdma_sq_options {
 	size_t cache_max_entries;
 	/* Monitor mode of the cache (REGCACHE_MONITOR_AUTO by default). */
 	enum regcache_monitor_mode cache_monitor;
+	/* Let peers RDMA-read the region too (default: they may only write
+	 * it; a read of it fails with a remote access error). For
+	 * benchmarks of READ itself (rdma_ping); a group never sets it:
+	 * what a peer reads goes through a use-once region. */
+	bool region_remote_read;
 };
 
 /* Create member `my_id`'s node for the group `cfg`: find the RDMA device
  * that owns the member's address (it must be cfg->device when that is set),
  * allocate the protection domain and completion queue, register
- * [region, region + region_len) with local write, remote write, remote read
- * and memory-window bind access, and bind a listener to the member's own
+ * [region, region + region_len) with local write, remote write and
+ * memory-window bind access (remote read only with region_remote_read),
+ * and bind a listener to the member's own
  * address and port. No connection is made yet. cfg must stay valid for the
  * node's life; the region is the caller's and outlives the node.
  * Returns 0 with *out set, or a negative errno with err filled. */

@@ -5,7 +5,8 @@
 # error. First on the window path (type-2 window, SEND_WITH_INV answer; the
 # old key is tried while member 1 still holds the window and makes no
 # call), then on the registration path (--no-window: plain SEND answer,
-# member 1 deregisters).
+# member 1 deregisters). Last, member 2 reads member 1's region with the
+# region's own key: peers may only write it, so that READ fails too.
 . "$SRC/tests/vm/rdma_common.sh"
 MEMBER=$BUILD/tests/vm/use_once_member
 [ -x "$MEMBER" ] || fail "$MEMBER is not built"
@@ -45,4 +46,15 @@ pair 7680 registration --no-window
 check_pair registration SEND deregistration
 expect "$OUT/1.out" "member 1 use-once: windows=0 registrations=6 remote_invalidations=0 local_invalidations=0" "registration: counters"
 reg=$(grep "RDMA READ with the old rkey" "$OUT/2.out")
-echo "PASS: 6 use-once transfers on each path, every byte verified; window path: $win; registration path: $reg"
+
+# A peer may write a member's region, never read it: a READ with the
+# region's own key fails with a remote access error.
+run_member 1 --port 7700 --read-region
+run_member 2 --port 7700 --read-region
+for i in 2 1; do
+    finish "$i" 150
+    [ "$RC" = 0 ] || fail "read-region: member $i exited with status $RC"
+done
+expect "$OUT/2.out" "member 2 RDMA READ of member 1's region .*: failed with .*: remote access error" "read-region: the region cannot be read"
+rd=$(grep "RDMA READ of member 1's region" "$OUT/2.out")
+echo "PASS: 6 use-once transfers on each path, every byte verified; window path: $win; registration path: $reg; $rd"

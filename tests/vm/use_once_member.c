@@ -18,7 +18,12 @@
  * makes no call: the invalidation alone killed the key. (The failed READ
  * puts the connection in the error state, so it comes last.)
  *
+ * With --read-region, member 2 instead RDMA-reads member 1's region at
+ * once, with the region's own key: a peer may write the region, never
+ * read it, so the read must fail with a remote access error.
+ *
  * usage: use_once_member --id 1|2 --port BASE [--transfers N] [--no-window]
+ *                        [--read-region]
  */
 #include <getopt.h>
 #include <stdint.h>
@@ -253,6 +258,33 @@ static void receiver(struct member *m)
 		exit(1);
 }
 
+/* --read-region: member 2 reads from the middle of member 1's region. */
+static void read_region(struct member *m)
+{
+	struct rdma_sq_sge dst = { m->region + READ_OFF, 4096 };
+	struct squall_error err;
+	struct rdma_sq_wc w;
+	uint64_t addr, len;
+	uint32_t rkey;
+
+	if (rdma_sq_remote(m->node, m->peer, RDMA_SQ_TARGET_REGION, &addr,
+			   &rkey, &len))
+		die(m, "no region target for member 1");
+	if (rdma_sq_read(m->node, m->peer, &dst, 1, addr + len / 2, rkey,
+			 WR_READ, RDMA_SQ_SIGNALED, &err))
+		die(m, "read of the region: %s", err.msg);
+	w = member_wait(m, WR_READ);
+	if (!w.status)
+		die(m, "RDMA READ of member 1's region with its key SUCCEEDED");
+	printf("member 2 RDMA READ of member 1's region (rkey %#x, %llu of %llu "
+	       "bytes in): failed with \"%s\" (ibv status %d)%s\n", rkey,
+	       (unsigned long long)(len / 2), (unsigned long long)len,
+	       w.status_text, w.ibv_status,
+	       w.ibv_status == IBV_WC_REM_ACCESS_ERR ? ": remote access error" : "");
+	if (w.ibv_status != IBV_WC_REM_ACCESS_ERR)
+		exit(1);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -260,10 +292,12 @@ int main(int argc, char **argv)
 		{ "port", required_argument, 0, 'p' },
 		{ "transfers", required_argument, 0, 't' },
 		{ "no-window", no_argument, 0, 'n' },
+		{ "read-region", no_argument, 0, 'r' },
 		{ 0, 0, 0, 0 },
 	};
 	unsigned id = 0, port = 7660, transfers = 6;
 	struct member m;
+	bool region = false;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -275,12 +309,18 @@ int main(int argc, char **argv)
 			transfers = (unsigned)atoi(optarg);
 		else if (c == 'n')
 			no_window = true;
+		else if (c == 'r')
+			region = true;
 		else
 			return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	member_init(&m, "use_once_member", id, port, REGION, REGCACHE_MONITOR_AUTO);
-	if (id == 1)
+	if (region && id == 1)
+		wait_peer_gone(&m);
+	else if (region)
+		read_region(&m);
+	else if (id == 1)
 		sender(&m, transfers);
 	else
 		receiver(&m);
