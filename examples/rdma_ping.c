@@ -19,7 +19,8 @@
  * usage: rdma_ping --config GROUP.cfg [--id N] [options]
  *        rdma_ping --id N --member ID,ADDR,PORT [--member ...] [options]
  * With --config the members (and device, connect timeout) come from the
- * group file and the id from --id or SQUALL_MEMBER_ID.
+ * group file and the id from --id, SQUALL_MEMBER_ID or a launcher's rank
+ * (group_config_my_id).
  * The environment variable SQUALL_TEST_WIRE_MAJOR makes the member claim
  * another wire major version (tests of the refusal only).
  */

@@ -1125,6 +1125,11 @@ static const char *id_list(const struct group_config *cfg, char *dst,
 	return dst;
 }
 
+/* Launchers' rank variables, in the order they are looked at. */
+static const char *const rank_vars[] = {
+	"SLURM_PROCID", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+};
+
 long group_config_my_id(const struct group_config *cfg, const char *arg,
 			struct squall_error *err)
 {
@@ -1133,9 +1138,28 @@ long group_config_my_id(const struct group_config *cfg, const char *arg,
 	char ids[200], q[128];
 	int64_t v;
 
+	for (size_t i = 0; !s && i < sizeof(rank_vars) / sizeof(rank_vars[0]);
+	     i++) {
+		const char *r = getenv(rank_vars[i]);
+
+		if (!r)
+			continue;
+		if (!parse_int(r, &v) || v < 0)
+			return squall_error_set(err, -EINVAL,
+				"rank \"%s\" (from %s) is not a number from 0",
+				quoted(q, sizeof(q), r), rank_vars[i]);
+		if (v >= cfg->nmembers)
+			return squall_error_set(err, -ENOENT,
+				"rank %" PRId64 " (from %s) is beyond the %" PRIu32
+				" members of %s: start at most %" PRIu32
+				" processes, or give ids", v, rank_vars[i],
+				cfg->nmembers, cfg->path, cfg->nmembers);
+		/* Rank r is the r-th member of the file. */
+		return (long)cfg->members[v].id;
+	}
 	if (!s)
 		return squall_error_set(err, -EINVAL,
-					"no member id: give one on the command line or set SQUALL_MEMBER_ID (members of %s: %s)",
+					"no member id: give one on the command line, set SQUALL_MEMBER_ID, or start under a launcher that sets a rank (SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK) (members of %s: %s)",
 					cfg->path, id_list(cfg, ids, sizeof(ids)));
 	if (!parse_int(s, &v) || v < 0 || v > UINT32_MAX)
 		return squall_error_set(err, -EINVAL,

@@ -107,11 +107,15 @@ int group_config_fingerprint(const struct group_config *cfg, uint64_t *out);
 int group_config_member_index(const struct group_config *cfg, uint32_t id);
 
 /* The member's own id: from `arg` when non-NULL (a command-line value),
- * else from the environment variable SQUALL_MEMBER_ID. Checks that the id
- * is a member of cfg. Returns the id (>= 0) or a negative errno with err
- * saying what was missing or wrong: -EINVAL when there is no id or it is
- * not a decimal number from 0 to 4294967295, -ENOENT when no member of
- * cfg has it (the message names cfg->path and the known ids). */
+ * else from the environment variable SQUALL_MEMBER_ID, else from the rank
+ * a launcher gives the process (the first set of SLURM_PROCID, srun;
+ * OMPI_COMM_WORLD_RANK, Open MPI's mpirun; PMIX_RANK; PMI_RANK): rank r is
+ * the r-th member of cfg in file order. Checks that the id is a member of
+ * cfg. Returns the id (>= 0) or a negative errno with err saying what was
+ * missing or wrong: -EINVAL when there is no id or it is not a decimal
+ * number from 0 to 4294967295 (a rank: from 0), -ENOENT when no member of
+ * cfg has it or a rank is beyond cfg's members (the message names
+ * cfg->path and the known ids or the member count). */
 long group_config_my_id(const struct group_config *cfg, const char *arg,
 			struct squall_error *err);
 

@@ -656,7 +656,7 @@ static void test_my_id(void **state)
 	assert_int_equal(group_config_my_id(&cfg, "2", &err), 2);
 	assert_int_equal(group_config_my_id(&cfg, NULL, &err), -EINVAL);
 	snprintf(want, sizeof(want),
-		 "no member id: give one on the command line or set SQUALL_MEMBER_ID (members of %s: 0, 1, 2)",
+		 "no member id: give one on the command line, set SQUALL_MEMBER_ID, or start under a launcher that sets a rank (SLURM_PROCID, OMPI_COMM_WORLD_RANK, PMIX_RANK, PMI_RANK) (members of %s: 0, 1, 2)",
 		 cfg.path);
 	assert_string_equal(err.msg, want);
 
@@ -680,6 +680,56 @@ static void test_my_id(void **state)
 		 cfg.path);
 	assert_string_equal(err.msg, want);
 	unsetenv("SQUALL_MEMBER_ID");
+}
+
+/* Ids from a launcher's rank, after --id and SQUALL_MEMBER_ID, in the
+ * documented order; rank r is the r-th member of the file. */
+static void test_launcher_rank(void **state)
+{
+	static const char *const vars[] = { "SLURM_PROCID",
+		"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK" };
+	struct group_config cfg;
+	struct squall_error err;
+	char want[SQUALL_ERRMSG_MAX];
+
+	(void)state;
+	write_file(gpath, "group = { name = \"t\"; region_size = \"64M\"; };\n"
+		   "smc = { max_payload = 8192; window = 16; };\n"
+		   "rdmc = { block_size = \"1M\"; };\n"
+		   "members = ( { id = 5; address = \"10.0.0.1\"; port = 7400; },\n"
+		   "  { id = 9; address = \"10.0.0.2\"; port = 7400; } );\n");
+	assert_int_equal(group_config_load(gpath, &cfg, &err), 0);
+	unsetenv("SQUALL_MEMBER_ID");
+	for (size_t i = 0; i < 4; i++)
+		unsetenv(vars[i]);
+	/* Each variable alone: rank 1 is the file's second member, id 9. */
+	for (size_t i = 0; i < 4; i++) {
+		setenv(vars[i], "1", 1);
+		assert_int_equal(group_config_my_id(&cfg, NULL, &err), 9);
+		unsetenv(vars[i]);
+	}
+	/* The order: SLURM_PROCID before OMPI_COMM_WORLD_RANK before ... */
+	setenv("PMI_RANK", "1", 1);
+	setenv("OMPI_COMM_WORLD_RANK", "0", 1);
+	assert_int_equal(group_config_my_id(&cfg, NULL, &err), 5);
+	/* An explicit id wins over any rank. */
+	setenv("SQUALL_MEMBER_ID", "9", 1);
+	assert_int_equal(group_config_my_id(&cfg, NULL, &err), 9);
+	assert_int_equal(group_config_my_id(&cfg, "5", &err), 5);
+	unsetenv("SQUALL_MEMBER_ID");
+	/* A rank beyond the members, or not a number. */
+	setenv("OMPI_COMM_WORLD_RANK", "2", 1);
+	assert_int_equal(group_config_my_id(&cfg, NULL, &err), -ENOENT);
+	snprintf(want, sizeof(want), "rank 2 (from OMPI_COMM_WORLD_RANK) is "
+		 "beyond the 2 members of %s: start at most 2 processes, or "
+		 "give ids", gpath);
+	assert_string_equal(err.msg, want);
+	setenv("OMPI_COMM_WORLD_RANK", "x", 1);
+	assert_int_equal(group_config_my_id(&cfg, NULL, &err), -EINVAL);
+	assert_string_equal(err.msg, "rank \"x\" (from OMPI_COMM_WORLD_RANK) is "
+			    "not a number from 0");
+	for (size_t i = 0; i < 4; i++)
+		unsetenv(vars[i]);
 }
 
 /* members[i].joins: a member outside the first view; a bool; at least
@@ -743,6 +793,7 @@ int main(void)
 		cmocka_unit_test(test_set_bad),
 		cmocka_unit_test(test_fingerprint),
 		cmocka_unit_test(test_my_id),
+		cmocka_unit_test(test_launcher_rank),
 		cmocka_unit_test(test_joins),
 	};
 
