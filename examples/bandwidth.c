@@ -153,13 +153,13 @@ static int send_all(struct bw *b, struct group *g)
 	return 0;
 }
 
-static void usage(void)
+__attribute__((noreturn)) static void usage(int code)
 {
-	fprintf(stderr,
+	fprintf(code ? stderr : stdout,
 		"usage: bandwidth --config GROUP.cfg [--id N] [--node NODE.cfg]\n"
 		"                 [--set section.key=value]... [--senders K]\n"
 		"                 [--size BYTES] [--count N] [--timeout-ms MS]\n");
-	exit(2);
+	exit(code);
 }
 
 static void parse(int argc, char **argv, struct bw *b)
@@ -173,6 +173,7 @@ static void parse(int argc, char **argv, struct bw *b)
 		{ "size", required_argument, 0, 'z' },
 		{ "count", required_argument, 0, 'N' },
 		{ "timeout-ms", required_argument, 0, 't' },
+		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	struct ex_group_args ga = { 0 };
@@ -194,11 +195,12 @@ static void parse(int argc, char **argv, struct bw *b)
 		case 't':
 			b->timeout_ms = (int)ex_number("bandwidth", "--timeout-ms", optarg);
 			break;
-		default: usage();
+		case 'h': usage(0);
+		default: usage(2);
 		}
 	}
 	if (optind != argc || b->size == 0 || b->count == 0 || b->timeout_ms <= 0)
-		usage();
+		usage(2);
 	b->me = ex_load_group("bandwidth", &ga, &b->cfg);
 	if (senders > b->cfg.nmembers) {
 		fprintf(stderr, "bandwidth: --senders %" PRIu64 ": %s has %u members\n",

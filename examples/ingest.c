@@ -330,13 +330,13 @@ static void produce(struct ingest *in)
 
 /* ---- setup -------------------------------------------------------------- */
 
-static void usage(void)
+__attribute__((noreturn)) static void usage(int code)
 {
-	fprintf(stderr,
+	fprintf(code ? stderr : stdout,
 		"usage: ingest --config GROUP.cfg [--id N] [--node NODE.cfg]\n"
 		"              [--set section.key=value]... [--frames N]\n"
 		"              [--producer ID] [--timeout-ms MS]\n");
-	exit(2);
+	exit(code);
 }
 
 static void parse(int argc, char **argv, struct ingest *in,
@@ -350,6 +350,7 @@ static void parse(int argc, char **argv, struct ingest *in,
 		{ "frames", required_argument, 0, 'f' },
 		{ "producer", required_argument, 0, 'p' },
 		{ "timeout-ms", required_argument, 0, 't' },
+		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	struct ex_group_args ga = { 0 };
@@ -369,12 +370,13 @@ static void parse(int argc, char **argv, struct ingest *in,
 		case 't':
 			in->timeout_ms = (int)ex_number("ingest", "--timeout-ms", optarg);
 			break;
-		default: usage();
+		case 'h': usage(0);
+		default: usage(2);
 		}
 	}
 	if (optind != argc || in->frames == 0 || in->frames > (1u << 30) ||
 	    in->timeout_ms <= 0)
-		usage();
+		usage(2);
 	in->me = ex_load_group("ingest", &ga, cfg);
 	in->producer = cfg->members[0].id;
 	if (producer) {

@@ -317,14 +317,14 @@ static int run_random(struct store *st, unsigned long n, unsigned seed,
 	return r;
 }
 
-static void usage(void)
+__attribute__((noreturn)) static void usage(int code)
 {
-	fprintf(stderr, "usage: kvstore --config GROUP.cfg [--id N] "
+	fprintf(code ? stderr : stdout, "usage: kvstore --config GROUP.cfg [--id N] "
 		"[--node NODE.cfg] [--set section.key=value]... "
 		"[--script FILE | --random N] [--seed S] [--rate R] [--join] "
 		"[--start-barrier] "
 		"[--quiet]\n");
-	exit(2);
+	exit(code);
 }
 
 int main(int argc, char **argv)
@@ -341,6 +341,7 @@ int main(int argc, char **argv)
 		{ "rate", required_argument, 0, 'R' },
 		{ "join", no_argument, 0, 'j' },
 		{ "start-barrier", no_argument, 0, 'B' },
+		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	const char *cfg_path = NULL, *node = NULL, *script = NULL, *id = NULL;
@@ -375,7 +376,7 @@ int main(int argc, char **argv)
 		case 'n': node = optarg; break;
 		case 's':
 			if (nsets == MAX_SETS)
-				usage();
+				usage(2);
 			sets[nsets++] = optarg;
 			break;
 		case 'f': script = optarg; break;
@@ -385,11 +386,12 @@ int main(int argc, char **argv)
 		case 'R': rate = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'j': join = true; break;
 		case 'B': start_barrier = true; break;
-		default: usage();
+		case 'h': usage(0);
+		default: usage(2);
 		}
 	}
 	if (!cfg_path || optind != argc)
-		usage();
+		usage(2);
 	if (group_config_load_with(cfg_path, node, sets, nsets, cfg, &err)) {
 		fprintf(stderr, "kvstore: %s\n", err.msg);
 		return 1;

@@ -614,16 +614,16 @@ static void perf(struct ping *pg)
 
 /* ---- setup ------------------------------------------------------------ */
 
-static void usage(void)
+__attribute__((noreturn)) static void usage(int code)
 {
-	fprintf(stderr,
+	fprintf(code ? stderr : stdout,
 		"usage: rdma_ping --config GROUP.cfg [--id N] [options]\n"
 		"       rdma_ping --id N --member ID,ADDR,PORT [--member ...] [options]\n"
 		"options:\n"
 		"  [--connect-timeout-ms MS] [--device NAME] [--rounds N]\n"
 		"  [--no-perf] [--lat-iters N] [--bw-bytes N] [--bw-depth N]\n"
 		"  [--op-timeout-ms MS] [--verbose]\n");
-	exit(2);
+	exit(code);
 }
 
 static void add_member(struct group_config *cfg, const char *arg)
@@ -659,6 +659,7 @@ static void parse(int argc, char **argv, struct ping *pg)
 		{ "bw-depth", required_argument, 0, 'D' },
 		{ "op-timeout-ms", required_argument, 0, 'o' },
 		{ "verbose", no_argument, 0, 'v' },
+		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
 	bool have_id = false;
@@ -685,7 +686,8 @@ static void parse(int argc, char **argv, struct ping *pg)
 		case 'D': pg->o.bw_depth = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'o': pg->o.op_timeout_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'v': pg->o.verbose = true; break;
-		default: usage();
+		case 'h': usage(0);
+		default: usage(2);
 		}
 	}
 	if (cfg_path) {
@@ -715,7 +717,7 @@ static void parse(int argc, char **argv, struct ping *pg)
 		snprintf(pg->cfg.device, sizeof(pg->cfg.device), "%s", device_arg);
 	if (!have_id || pg->cfg.nmembers < 2 || pg->o.rounds == 0 || !pg->o.bw_depth ||
 	    pg->o.bw_depth > 60)
-		usage();
+		usage(2);
 	pg->me = index_of(pg, pg->o.id);
 	if (pg->me < 0) {
 		fprintf(stderr, "rdma_ping: --id %u is not among the --member entries\n", pg->o.id);

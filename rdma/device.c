@@ -140,6 +140,12 @@ static int parse_addr(const struct group_member_cfg *m, struct sockaddr_in *sa,
 	return 0;
 }
 
+/* What to do when no RDMA device owns a member's address. */
+#define NO_DEVICE "Give its network interface one: Soft-RoCE is `rdma link " \
+	"add rxe0 type rxe netdev IFACE` (modprobe rdma_rxe first), and " \
+	"`ibv_devices` lists the devices; or run the members in the " \
+	"Soft-RoCE VM, scripts/softroce-vm"
+
 /* Bind the listener to our own address: this also tells us the device. */
 static int bind_listener(struct rdma_sq_node *node, struct squall_error *err)
 {
@@ -147,6 +153,10 @@ static int bind_listener(struct rdma_sq_node *node, struct squall_error *err)
 	int ret;
 
 	node->ech = rdma_create_event_channel();
+	if (!node->ech && errno == ENODEV)
+		return squall_error_set(err, -ENODEV, "member %u: this host has "
+			"no RDMA device (rdma_create_event_channel: %s). " NO_DEVICE,
+			me->id, strerror(errno));
 	if (!node->ech)
 		return squall_error_set(err, neg_errno(),
 			"rdma_create_event_channel: %s", strerror(errno));
@@ -159,14 +169,15 @@ static int bind_listener(struct rdma_sq_node *node, struct squall_error *err)
 					strerror(errno));
 	if (rdma_bind_addr(node->listen_id, (struct sockaddr *)&node->my_addr))
 		return squall_error_set(err, neg_errno(),
-			"rdma_bind_addr(%s:%u) for member %u: %s (is the address on an RDMA device?)",
-			me->address, me->port, me->id, strerror(errno));
+			"rdma_bind_addr(%s:%u) for member %u: %s (is the address "
+			"on an RDMA device? %s)", me->address, me->port, me->id,
+			strerror(errno), NO_DEVICE);
 	node->ctx = node->listen_id->verbs;
 	node->port = node->listen_id->port_num;
 	if (!node->ctx)
 		return squall_error_set(err, -ENODEV,
-			"member %u: address %s is not owned by any RDMA device",
-			me->id, me->address);
+			"member %u: address %s is not owned by any RDMA device. %s",
+			me->id, me->address, NO_DEVICE);
 	if (node->cfg->device[0] &&
 	    strcmp(node->cfg->device, ibv_get_device_name(node->ctx->device)))
 		return squall_error_set(err, -ENODEV,

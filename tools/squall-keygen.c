@@ -10,6 +10,7 @@
  *
  *   group = { ... key_file = "group.key"; };
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,11 +22,13 @@ int main(int argc, char **argv)
 {
 	struct squall_error err = { 0 };
 
-	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(stderr, "usage: squall-keygen FILE\n"
+	bool help = argc == 2 && !strcmp(argv[1], "--help");
+
+	if (help || argc != 2 || argv[1][0] == '-') {
+		fprintf(help ? stdout : stderr, "usage: squall-keygen FILE\n"
 			"  writes a new group key to FILE (mode 0600) for "
 			"group.key_file\n");
-		return 2;
+		return help ? 0 : 2;
 	}
 	if (squall_key_make(argv[1], &err)) {
 		fprintf(stderr, "squall-keygen: %s\n", err.msg);
