@@ -78,9 +78,10 @@ static void on_failed_wc(struct sst *t, uint32_t rank,
 {
 	char why[160];
 
-	snprintf(why, sizeof(why), "%s from member %u failed: %s",
-		 sst_wrid_kind(wc->wr_id) == SST_WR_WRITE ? "push to" : "receive",
-		 t->peers[rank].id, wc->status_text ? wc->status_text : "error");
+	snprintf(why, sizeof(why), "%s member %u failed: %s",
+		 sst_wrid_kind(wc->wr_id) == SST_WR_WRITE ? "push to" :
+		 "receive from", t->peers[rank].id,
+		 wc->status_text ? wc->status_text : "error");
 	suspect(t, rank, t->me, why);
 }
 
