@@ -707,6 +707,12 @@ static int parse_text(struct loader *ld, enum rank rank, const char *file,
 		return squall_error_set(ld->err, -EINVAL,
 					"%s:%u: contains a NUL byte", file, line);
 	}
+	/* Some editors start a UTF-8 file with a byte-order mark, which
+	 * libconfig reads as a bare "syntax error". */
+	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
+		return squall_error_set(ld->err, -EINVAL,
+					"%s:1: the file starts with a UTF-8 byte-order mark (bytes EF BB BF), which libconfig cannot read: save it without one",
+					file);
 	group_config_scan(text, text + len, &sc);
 	if (sc.include_line)
 		return squall_error_set(ld->err, -EINVAL,

@@ -556,6 +556,20 @@ static void test_key_file(void **state)
 	unlink(kpath);
 }
 
+/* A UTF-8 byte-order mark before the first setting: said so, with the
+ * remedy, instead of libconfig's bare "syntax error". */
+static void test_byte_order_mark(void **state)
+{
+	char text[sizeof(BASE) + 3];
+
+	(void)state;
+	memcpy(text, "\xef\xbb\xbf", 3);
+	memcpy(text + 3, BASE, sizeof(BASE));
+	expect_bad_text(text, "%s:1: the file starts with a UTF-8 byte-order "
+			"mark (bytes EF BB BF), which libconfig cannot read: "
+			"save it without one");
+}
+
 static void expect_set_bad(const char *set, const char *want)
 {
 	struct group_config cfg;
@@ -790,6 +804,7 @@ int main(void)
 		cmocka_unit_test(test_node_bad),
 		cmocka_unit_test(test_set_override),
 		cmocka_unit_test(test_key_file),
+		cmocka_unit_test(test_byte_order_mark),
 		cmocka_unit_test(test_set_bad),
 		cmocka_unit_test(test_fingerprint),
 		cmocka_unit_test(test_my_id),
