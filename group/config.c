@@ -990,40 +990,36 @@ static void fill(const struct loader *ld, struct group_config *c)
 	memcpy(c->members, ld->members, sizeof(c->members));
 }
 
-/* The group key, when a file names one: read now, so that a missing,
- * unsafe or broken key file is an error of the configuration. */
-static int load_key(struct loader *ld, struct group_config *c)
+/* The group key, when a file names one (key[] untouched otherwise):
+ * read now, so that a missing, unsafe or broken key file is an error of
+ * the configuration. */
+static int load_key(struct loader *ld, uint8_t key[SQUALL_KEY_LEN])
 {
 	struct squall_error e = { 0 };
 
-	if (!c->key_file[0])
-		return 0;
-	if (squall_key_load(c->key_file, c->key, &e))
+	if (ld->slot[K_KEY].path[0] &&
+	    squall_key_load(ld->slot[K_KEY].path, key, &e))
 		return fail_at(ld, K_KEY, "%s", e.msg);
-	c->has_key = true;
 	return 0;
 }
 
 static int finish(struct loader *ld, struct group_config *out)
 {
+	uint8_t key[SQUALL_KEY_LEN];
 	int rc = check_required(ld);
 
 	if (rc == 0)
 		rc = check_across(ld);
+	if (rc == 0)
+		rc = load_key(ld, key);
 	if (rc == 0) {
-		struct group_config *c = malloc(sizeof(*c));
-
-		if (!c)
-			return squall_error_set(ld->err, -ENOMEM, "%s: out of "
-						"memory", ld->group_path);
-		fill(ld, c);
-		snprintf(c->path, sizeof(c->path), "%s", ld->group_path);
-		rc = load_key(ld, c);
-		if (rc == 0)
-			*out = *c;
-		explicit_bzero(c, sizeof(*c));
-		free(c);
+		fill(ld, out);
+		snprintf(out->path, sizeof(out->path), "%s", ld->group_path);
+		out->has_key = out->key_file[0] != '\0';
+		if (out->has_key)
+			memcpy(out->key, key, sizeof(out->key));
 	}
+	explicit_bzero(key, sizeof(key));
 	return rc;
 }
 

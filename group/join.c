@@ -75,23 +75,36 @@ uint64_t group_cfg_bits(const struct group *g, const struct group_config *v)
 
 /* ---- TCP messages --------------------------------------------------------- */
 
+/* Wait until fd is ready for `events`, by `until` (ms). Returns 0,
+ * -ETIMEDOUT, or a negative errno. */
+static int wait_fd(int fd, short events, uint64_t until)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = events };
+		uint64_t now = group_now_ms();
+		int r;
+
+		if (now >= until)
+			return -ETIMEDOUT;
+		r = poll(&pfd, 1, (int)(until - now));
+		if (r > 0)
+			return 0;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+	}
+}
+
 /* Write all of p by `until` (ms), the socket blocking or not. */
 static int write_all(int fd, const void *p, size_t n, uint64_t until)
 {
 	const uint8_t *b = p;
 
 	while (n) {
-		struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-		uint64_t now = group_now_ms();
+		int r = wait_fd(fd, POLLOUT, until);
 		ssize_t w;
 
-		if (now >= until)
-			return -ETIMEDOUT;
-		w = poll(&pfd, 1, (int)(until - now));
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return w ? -errno : -ETIMEDOUT;
+		if (r)
+			return r;
 		w = send(fd, b, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 		if (w < 0 && (errno == EINTR || errno == EAGAIN ||
 			      errno == EWOULDBLOCK))
@@ -109,17 +122,11 @@ static int read_all(int fd, void *p, size_t n, uint64_t until)
 	uint8_t *b = p;
 
 	while (n) {
-		struct pollfd pfd = { .fd = fd, .events = POLLIN };
-		uint64_t now = group_now_ms();
+		int w = wait_fd(fd, POLLIN, until);
 		ssize_t r;
 
-		if (now >= until)
-			return -ETIMEDOUT;
-		r = poll(&pfd, 1, (int)(until - now));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r ? -errno : -ETIMEDOUT;
+		if (w)
+			return w;
 		r = recv(fd, b, n, 0);
 		if (r < 0 && errno == EINTR)
 			continue;
@@ -567,7 +574,6 @@ static int connect_to(const struct group_member_cfg *m, uint64_t until)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET,
 				  .sin_port = htons(m->port) };
-	struct pollfd pfd;
 	int fd, r, e = 0;
 	socklen_t el = sizeof(e);
 
@@ -581,9 +587,8 @@ static int connect_to(const struct group_member_cfg *m, uint64_t until)
 		close(fd);
 		return -e;
 	}
-	pfd = (struct pollfd){ .fd = fd, .events = POLLOUT };
-	r = poll(&pfd, 1, (int)(until > group_now_ms() ? until - group_now_ms() : 0));
-	if (r <= 0 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) || e) {
+	r = wait_fd(fd, POLLOUT, until);
+	if (r || getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) || e) {
 		close(fd);
 		return -(e ?: ETIMEDOUT);
 	}

@@ -191,9 +191,8 @@ static void misbehaved(struct group *g, uint32_t rank, const char *fmt, ...)
 	vsnprintf(why + len, sizeof(why) - (size_t)len, fmt, ap);
 	va_end(ap);
 	atomic_fetch_add(&g->st_misbehaved, 1);
-	if (!g->v.suspect_why[rank][0])
-		snprintf(g->v.suspect_why[rank], sizeof(g->v.suspect_why[rank]),
-			 "%s", why);
+	/* The SST's suspect callback (group_on_suspect) keeps why for the
+	 * failure upcall. */
 	sst_suspect(g->v.t, rank, why);
 	rdma_sq_peer_refuse(g->v.node, g->v.ids[rank], why);
 }

@@ -240,14 +240,22 @@ static int auth_send(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 
 /* The acceptor turns away a requester whose proof is wrong and waits for
  * the real member (a stranger must not stop it). */
-static void auth_refuse(struct rdma_sq_node *node, struct rdma_sq_peer *p,
-			const char *why)
+/* Count and say a refusal of a process claiming to be p (rdma_sq_refused,
+ * the log, and p's last try, which a timeout reports). */
+static void note_refusal(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+			 const char *why)
 {
 	__atomic_fetch_add(&node->refused, 1, __ATOMIC_RELAXED);
 	rdma_sq_log(node, RDMA_SQ_LOG_ERROR, "member %u refused a connection "
 		    "claiming to be %s: %s", node->my_id, p->who, why);
 	snprintf(p->last_try, sizeof(p->last_try), "a connection claiming to "
 		 "be it was refused: %.200s", why);
+}
+
+static void auth_refuse(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+			const char *why)
+{
+	note_refusal(node, p, why);
 	if (p->cm)
 		rdma_disconnect(p->cm);
 	drop_conn(p);
@@ -276,13 +284,14 @@ static void auth_recv(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	struct wire_ext ext;
 	char why[SQUALL_ERRMSG_MAX];
 
+	bool malformed = wire_decode(buf, len, &m, NULL) != 0;
+
 	p->auth_got++;
-	if (wire_decode(buf, len, &m, NULL) ||
-	    m.type != (want_proof ? WIRE_MSG_AUTH : WIRE_MSG_GRANT)) {
+	if (malformed || m.type != (want_proof ? WIRE_MSG_AUTH : WIRE_MSG_GRANT)) {
 		snprintf(why, sizeof(why), "%s sent no proof of the group key "
 			 "(a %s message of %u bytes)", p->who,
-			 wire_decode(buf, len, &m, NULL) ? "malformed" :
-			 wire_msg_type_name(m.type), len);
+			 malformed ? "malformed" : wire_msg_type_name(m.type),
+			 len);
 		auth_fail(node, p, why);
 		return;
 	}
@@ -567,12 +576,7 @@ static int on_request(struct rdma_sq_node *node, const struct cm_event *ev,
 		my_hello(node, squall_auth_nonce(), hello);
 		rdma_reject(ev->id, hello, RDMA_SQ_WIRE_LEN);
 		rdma_destroy_id(ev->id);
-		__atomic_fetch_add(&node->refused, 1, __ATOMIC_RELAXED);
-		rdma_sq_log(node, RDMA_SQ_LOG_ERROR, "member %u refused a "
-			    "connection claiming to be %s: %s", node->my_id,
-			    p->who, err->msg);
-		snprintf(p->last_try, sizeof(p->last_try), "a connection "
-			 "claiming to be it was refused: %.200s", err->msg);
+		note_refusal(node, p, err->msg);
 		squall_error_clear(err);
 		return 0;
 	}
