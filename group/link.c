@@ -178,8 +178,12 @@ static void misbehaved(struct group *g, uint32_t rank, const char *fmt, ...)
 /* Member rank sent what this member cannot take: it is removed, not this
  * member. Suspected like a failed member (every survivor learns it from
  * this member's row, and the view change that follows removes it; the
- * failure upcall gives the reason), and its connection is cut so that
- * nothing more of it lands. Progress thread. */
+ * failure upcall gives the reason). Its connection is not cut at once:
+ * the cut would make it suspect this member, and a third member that
+ * read that before this member's suspicion would count both gone and
+ * lose its majority (a VM run of view_flood3 did). The SST stops pushing
+ * to it, and its connections close when the view that removes it is
+ * installed. Progress thread. */
 static void misbehaved(struct group *g, uint32_t rank, const char *fmt, ...)
 {
 	char why[sizeof(g->v.suspect_why[0])];
@@ -194,7 +198,6 @@ static void misbehaved(struct group *g, uint32_t rank, const char *fmt, ...)
 	/* The SST's suspect callback (group_on_suspect) keeps why for the
 	 * failure upcall. */
 	sst_suspect(g->v.t, rank, why);
-	rdma_sq_peer_refuse(g->v.node, g->v.ids[rank], why);
 }
 
 static bool on_imm(void *arg, uint32_t rank, uint32_t imm)

@@ -946,15 +946,6 @@ bool rdma_sq_peer_alive(const struct rdma_sq_node *node, uint32_t peer)
 	return p && rdma_sq_peer_state(p) == PEER_UP;
 }
 
-void rdma_sq_peer_refuse(struct rdma_sq_node *node, uint32_t peer,
-			 const char *why)
-{
-	struct rdma_sq_peer *p = rdma_sq_peer_by_id(node, peer);
-
-	if (p)
-		rdma_sq_peer_fail(node, p, "%s", why);
-}
-
 const char *rdma_sq_peer_error(const struct rdma_sq_node *node, uint32_t peer)
 {
 	const struct rdma_sq_peer *p =

@@ -273,13 +273,6 @@ int rdma_sq_wait(struct rdma_sq_node *node, int timeout_ms);
  * completion will announce. Any thread; async-signal-safe. */
 void rdma_sq_wake(struct rdma_sq_node *node);
 
-/* Cut the connection to peer, which misbehaved (sent what this member
- * cannot read, or wrote where it must not): its QP goes to the error
- * state, so nothing more of it lands and what is queued flushes; why
- * becomes its error. Progress thread (the one that polls the node). */
-void rdma_sq_peer_refuse(struct rdma_sq_node *node, uint32_t peer,
-			 const char *why);
-
 /* The reason peer was marked dead (empty when alive). */
 const char *rdma_sq_peer_error(const struct rdma_sq_node *node, uint32_t peer);
 
