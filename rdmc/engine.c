@@ -93,6 +93,15 @@ struct xfer {
 	/* sender, failed with writes still reading its buffer: the sent
 	 * callback waits until they are done */
 	bool owe_sent;
+	/* receiver, told of a cancellation: its acknowledgement waits until
+	 * its own writes are done (the sender's word that every receiver
+	 * knows then means no block is on its way to anyone) */
+	bool owe_aborted;
+	/* receiver, failed holding part of the message: the slot and its
+	 * buffer stay, since members that write into it may not know yet;
+	 * they go when the sender says every receiver knows of the
+	 * cancellation, or with the group (after the node: nothing lands) */
+	bool held;
 	int dead_status;
 	char dead_why[200];
 	struct mstate *m;       /* per member index */
@@ -515,8 +524,12 @@ static void cancel_check(struct rdmc_engine *e, struct rdmc_group *g,
 		g->cb.stable(g->cb.arg, g, id, member_id(g, g->me));
 }
 
-/* A failed transfer with nothing in flight: give its buffer back (or, on
- * the sender, hand it to the application) and free the slot. */
+/* A failed transfer with nothing of this member's in flight. On the
+ * sender, hand the buffer to the application and free the slot. On a
+ * receiver, acknowledge a cancellation now; a buffer it leased is kept
+ * (held) with the slot: other members may still be writing into it, and
+ * a stray block must find neither memory given to someone else nor a
+ * slot reused by another transfer. */
 static void reap_dead(struct rdmc_engine *e, struct xfer *x)
 {
 	struct rdmc_group *g = x->g;
@@ -527,9 +540,20 @@ static void reap_dead(struct rdmc_engine *e, struct xfer *x)
 	char why[sizeof(x->dead_why)];
 
 	assert(x->role == ROLE_DEAD && x->inflight == 0);
+	if (x->owe_aborted) {
+		/* Wedged: like HAVE, the acknowledgement would let members
+		 * not wedged yet pass the message over while the view change
+		 * may hold it back. */
+		x->owe_aborted = false;
+		if (!e->wedged)
+			send_done_id(e, g, id, member_id(g, x->sender),
+				     RDMC_DONE_ABORTED, 0);
+	}
+	if (x->leased) {
+		x->held = true;
+		return;
+	}
 	memcpy(why, x->dead_why, sizeof(why));
-	if (x->leased)
-		alloc_release(e->a, &x->buf);
 	close_slot(x);
 	if (owe) {
 		struct cancel *k = cancel_find(e, g, id);
@@ -666,10 +690,17 @@ static void on_done(struct rdmc_engine *e, struct rdmc_group *g, unsigned from,
 	}
 	if ((c->flags & (RDMC_DONE_ALL | RDMC_DONE_ABORT)) ==
 	    (RDMC_DONE_ALL | RDMC_DONE_ABORT)) {
-		/* Every receiver knows it is cancelled: pass it over. */
+		/* Every receiver knows it is cancelled, and every write of
+		 * it is done (each acknowledged once its own were): a buffer
+		 * held for it goes back; pass the message over. */
 		if (!was_aborted(e, g, c->msg_id)) {
 			e->st.strays++;
 			return;
+		}
+		x = find(e, g, c->msg_id);
+		if (x && x->held) {
+			alloc_release(e->a, &x->buf);
+			close_slot(x);
 		}
 		if (g->cb.stable)
 			g->cb.stable(g->cb.arg, g, c->msg_id, member_id(g, from));
@@ -710,15 +741,21 @@ static void on_done(struct rdmc_engine *e, struct rdmc_group *g, unsigned from,
 			if (told)
 				g->cb.received(g->cb.arg, g, id, sender, NULL,
 					       status, why);
+			/* Acknowledged once the callback ran. Wedged: like
+			 * HAVE, the acknowledgement would let members not
+			 * wedged yet pass the message over while the view
+			 * change may hold it back. */
+			if (told && !e->wedged)
+				send_done_id(e, g, id, sender,
+					     RDMC_DONE_ABORTED, 0);
+		} else if (x->role == ROLE_RECV && !x->member_done) {
+			/* Acknowledged once the callback ran and this
+			 * member's writes are done (reap_dead). */
+			x->owe_aborted = true;
+			fail_xfer(e, x, status, why);
 		} else {
-			told = x->role == ROLE_RECV && !x->member_done;
 			fail_xfer(e, x, status, why);
 		}
-		/* Acknowledged once the callback ran. Wedged: like HAVE, the
-		 * acknowledgement would let members not wedged yet pass the
-		 * message over while the view change may hold it back. */
-		if (told && !e->wedged)
-			send_done_id(e, g, id, sender, RDMC_DONE_ABORTED, 0);
 	} else if (c->flags & RDMC_DONE_ALL) {
 		uint32_t sender;
 

@@ -230,8 +230,11 @@ int rdmc_group_create(struct rdmc_engine *e, uint32_t id,
 
 /* Remove a group (no transfer of it may be running: stop the node's
  * traffic first). Receive buffers of unfinished transfers go back to the
- * allocator; a sender's buffer stays submitted (its owner decides). NULL
- * is fine. */
+ * allocator, among them those of failed transfers: a receiver keeps
+ * such a buffer, and its slot, until the sender says every receiver knows
+ * of the cancellation, or until this call, since members that write into
+ * it may not know of the failure yet. A sender's buffer stays submitted
+ * (its owner decides). NULL is fine. */
 void rdmc_group_destroy(struct rdmc_group *g);
 
 /* Send d (the start of a lease from the engine's allocator, d->len > 0
@@ -299,9 +302,10 @@ void rdmc_engine_wedge(struct rdmc_engine *e);
  * transfers cannot complete, and the caller must stop. */
 int rdmc_engine_progress(struct rdmc_engine *e, bool *work);
 
-/* True when no transfer is open (not even one announced by a peer's READY)
- * and every control message the engine sent has completed: the member may
- * leave without cutting a peer short. */
+/* True when no transfer is open (not even one announced by a peer's READY,
+ * nor a failed one whose buffer is held, see rdmc_group_destroy) and every
+ * control message the engine sent has completed: the member may leave
+ * without cutting a peer short. */
 bool rdmc_engine_idle(const struct rdmc_engine *e);
 
 /* The last error the engine met outside a call that could return it (a
