@@ -54,6 +54,10 @@
 
 #include <squall/error.h>
 
+/* libsquall's ABI: the library is built with hidden visibility, and the
+ * calls declared below are what it exports (squall.map lists them). */
+#pragma GCC visibility push(default)
+
 /* A buffer in the region: where it starts and how many bytes the holder
  * asked for (the slot behind it may be larger). */
 struct buf_desc {
@@ -270,5 +274,7 @@ int alloc_stats(struct alloc *a, unsigned i, struct alloc_class_stats *st);
 /* Print the region and one line per class that was ever used to f. This is
  * the only call of the allocator that writes anywhere. */
 void alloc_stats_print(struct alloc *a, FILE *f);
+
+#pragma GCC visibility pop
 
 #endif /* SQUALL_ALLOC_H */

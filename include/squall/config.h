@@ -16,6 +16,10 @@
 
 #include <squall/error.h>
 
+/* libsquall's ABI: the library is built with hidden visibility, and the
+ * calls declared below are what it exports (squall.map lists them). */
+#pragma GCC visibility push(default)
+
 #define GROUP_CONFIG_NAME_MAX 64
 #define GROUP_CONFIG_ADDR_MAX 64
 #define GROUP_CONFIG_MAX_MEMBERS 64
@@ -118,5 +122,7 @@ int group_config_member_index(const struct group_config *cfg, uint32_t id);
  * cfg->path and the known ids or the member count). */
 long group_config_my_id(const struct group_config *cfg, const char *arg,
 			struct squall_error *err);
+
+#pragma GCC visibility pop
 
 #endif /* SQUALL_CONFIG_H */

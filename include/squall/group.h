@@ -69,6 +69,10 @@
 #include <squall/config.h>
 #include <squall/error.h>
 
+/* libsquall's ABI: the library is built with hidden visibility, and the
+ * calls declared below are what it exports (squall.map lists them). */
+#pragma GCC visibility push(default)
+
 struct group;
 
 /* The members of the group as this member sees them. */
@@ -314,5 +318,7 @@ void group_stats(struct group *g, struct group_stats *st);
 /* A fixed text for a code returned by a group call: e.g. -ENOTCONN "the
  * group stopped (...)", -ESHUTDOWN "the group is closing". */
 const char *group_strerror(int code);
+
+#pragma GCC visibility pop
 
 #endif /* SQUALL_GROUP_H */

@@ -53,6 +53,10 @@
 
 #include <squall/error.h>
 
+/* libsquall's ABI: the library is built with hidden visibility, and the
+ * calls declared below are what it exports (squall.map lists them). */
+#pragma GCC visibility push(default)
+
 struct regcache;
 struct regcache_reg;
 
@@ -177,5 +181,7 @@ enum regcache_monitor_status regcache_monitor_status(const struct regcache *c,
 
 /* A consistent copy of the counters. Takes the writer lock. */
 void regcache_stats(struct regcache *c, struct regcache_stats *out);
+
+#pragma GCC visibility pop
 
 #endif /* SQUALL_REGCACHE_H */

@@ -25,6 +25,10 @@
 #include <squall/error.h>
 #include <squall/regcache.h>
 
+/* libsquall_jemalloc's ABI: the library is built with hidden visibility, and the
+ * calls declared below are what it exports (squall_jemalloc.map lists them). */
+#pragma GCC visibility push(default)
+
 struct regcache_arena;
 
 /* What an arena has done. */
@@ -37,7 +41,7 @@ struct regcache_arena_stats {
 	uint64_t released;       /* extents invalidated and unmapped */
 };
 
-/* Create a jemalloc arena over cache c (e.g. rdma_sq_regcache(node)).
+/* Create a jemalloc arena over cache c (one made with regcache_create()).
  * Returns 0 with *out set, or a negative errno with err filled (jemalloc
  * refused the arena). c must outlive the arena. */
 int regcache_arena_create(struct regcache *c, struct regcache_arena **out,
@@ -53,5 +57,7 @@ void regcache_arena_stats(struct regcache_arena *a,
 /* Destroy the arena: every allocation from it must have been freed. Its
  * memory is invalidated in the cache and unmapped. Safe on NULL. */
 void regcache_arena_destroy(struct regcache_arena *a);
+
+#pragma GCC visibility pop
 
 #endif /* SQUALL_REGCACHE_JEMALLOC_H */

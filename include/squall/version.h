@@ -12,7 +12,13 @@
 #define SQUALL_WIRE_MAJOR 1
 #define SQUALL_WIRE_MINOR 0
 
+/* libsquall's ABI: the library is built with hidden visibility, and the
+ * calls declared below are what it exports (squall.map lists them). */
+#pragma GCC visibility push(default)
+
 /* The library's version string, "MAJOR.MINOR.PATCH". */
 const char *squall_version(void);
+
+#pragma GCC visibility pop
 
 #endif /* SQUALL_VERSION_H */

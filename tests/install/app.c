@@ -1,9 +1,10 @@
 /*
  * app.c - an application built outside squall's tree against an installed
- * squall: only the headers and flags pkg-config gives. It checks that the
- * public headers stand on their own and that the installed library links
- * and runs: version, error texts and a standalone allocator (a region with
- * no NIC registration, so no RDMA device is needed).
+ * squall: only the headers and flags pkg-config gives. It includes every
+ * installed header, to check that they stand on their own, and checks that
+ * the installed library links and runs: version, error texts and a
+ * standalone allocator (a region with no NIC registration, so no RDMA
+ * device is needed).
  */
 #include <stdio.h>
 #include <string.h>
@@ -12,13 +13,9 @@
 #include <squall/config.h>
 #include <squall/error.h>
 #include <squall/group.h>
-#include <squall/rdma.h>
-#include <squall/rdmc.h>
 #include <squall/regcache.h>
-#include <squall/smc.h>
-#include <squall/sst.h>
+#include <squall/regcache_jemalloc.h>
 #include <squall/version.h>
-#include <squall/wire.h>
 
 int main(void)
 {
