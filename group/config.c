@@ -26,16 +26,13 @@
 #include <squall/config.h>
 
 #include "group/config_parse.h"
+#include "group/layout.h"
 #include "rdma/auth.h"
 
 #define KIB (UINT64_C(1) << 10)
 #define MIB (UINT64_C(1) << 20)
 #define GIB (UINT64_C(1) << 30)
 
-/* Bytes of each SMC slot beyond the payload (header and stamp). */
-#define SMC_SLOT_OVERHEAD 64
-/* Room each region keeps beyond the SMC rings (SST rows, slab metadata). */
-#define REGION_RESERVE MIB
 #define FILE_MAX MIB
 
 enum kind { KIND_NAME, KIND_DEVICE, KIND_SIZE, KIND_UINT, KIND_BOOL,
@@ -942,17 +939,27 @@ static int check_across(struct loader *ld)
 	int64_t window = ld->slot[K_WINDOW].num;
 	int64_t payload = ld->slot[K_PAYLOAD].num;
 	int64_t block = ld->slot[K_BLOCK].num;
-	int64_t need = (int64_t)ld->nmembers * window *
-		       (payload + SMC_SLOT_OVERHEAD) + (int64_t)REGION_RESERVE;
+	struct group_region_plan plan;
+	struct squall_error e;
 	char a[32], b[32];
 
-	if (region < need)
+	/* The group's own plan of the region (group/layout.c), so that what
+	 * is accepted here is what group_create can lay out. */
+	if (group_region_plan(ld->nmembers, (uint32_t)window, (uint32_t)payload,
+			      &plan, &e))
+		return fail_at(ld, blame(ld, K_WINDOW, K_PAYLOAD, -1), "%s",
+			       e.msg);
+	if ((uint64_t)region < plan.total)
 		return fail_at(ld, blame(ld, K_REGION, K_WINDOW, K_PAYLOAD),
-			       "the SMC rings do not fit: %" PRIu32 " members x %" PRId64
-			       " slots x (%" PRId64 " + %d) bytes + 1M = %" PRId64
-			       " bytes > group.region_size %s",
-			       ld->nmembers, window, payload, SMC_SLOT_OVERHEAD,
-			       need, size_text(a, sizeof(a), region));
+			       "group.region_size %s has no room for what the "
+			       "group lays out for %" PRIu32 " members: %" PRIu64
+			       " bytes (SMC rings %" PRIu64 " for smc.window %"
+			       PRId64 " x smc.max_payload %" PRId64 ", receive "
+			       "buffers %" PRIu64 ", SST %" PRIu64 ", SMC headers %"
+			       PRIu64 ", and 1M for RDMC and the first leases)",
+			       size_text(a, sizeof(a), region), ld->nmembers,
+			       plan.total, plan.rings, window, payload, plan.recv,
+			       plan.sst, plan.smc_hdr);
 	if (ld->slot[K_HUGE].num && region % (int64_t)(2 * MIB))
 		return fail_at(ld, blame(ld, K_REGION, K_HUGE, -1),
 			       "group.region_size %s must be a multiple of 2M when group.huge_pages is true",

@@ -19,37 +19,6 @@
 
 #include "group/group_int.h"
 
-int group_make_layout(uint32_t n, struct sst_layout **out, int *col,
-		      struct squall_error *err)
-{
-	struct sst_column cols[COL_COUNT] = {
-		/* Segments (with_prev: one with the column before): what a
-		 * member publishes together is read together. */
-		[COL_SMC_RECV] = { "smc_received", SST_COL_U64_ARRAY, n },
-		[COL_SMC_REL] = { "smc_released", SST_COL_U64_ARRAY, n, true },
-		[COL_SMC_RING] = { "smc_rings", SST_COL_U64, 0 },
-		[COL_DONE] = { "delivered", SST_COL_U64_ARRAY, n },
-		[COL_SENT] = { "sent", SST_COL_U64, 0 },
-		[COL_BARRIER] = { "barrier", SST_COL_U64, 0, true },
-		[COL_CLOSING] = { "closing", SST_COL_U64, 0, true },
-		/* the view change (vcore.h): what I hold, the mask I am
-		 * wedged for, the trim I adopted and the mask it is for */
-		[COL_HAVE] = { "have", SST_COL_U64_ARRAY, n },
-		[COL_ACK] = { "wedged_for", SST_COL_U64, 0, true },
-		[COL_TRIM] = { "trim", SST_COL_U64_ARRAY, n, true },
-		[COL_TADD] = { "trim_adds", SST_COL_U64, 0, true },
-		[COL_TMASK] = { "trim_mask", SST_COL_U64, 0, true },
-		[COL_JOIN] = { "joins_asked", SST_COL_U64, 0 },
-	};
-	int r = sst_layout_create(cols, COL_COUNT, out, err);
-
-	if (r || !col)
-		return r;
-	for (int i = 0; i < COL_COUNT; i++)
-		col[i] = sst_layout_find(*out, cols[i].name);
-	return 0;
-}
-
 /* The view's SMC rings, one per sender, leased from the region. */
 static int lease_rings(struct group *g, struct squall_error *err)
 {

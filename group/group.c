@@ -21,39 +21,30 @@
 /* ---- the start -------------------------------------------------------------- */
 
 /* Carve the fixed areas out of the region, in the one order every member
- * uses, so that each lies at the same offset everywhere. The table is
- * sized for every member of the .cfg: each view's table fits in it. */
+ * uses, so that each lies at the same offset everywhere, with the sizes
+ * the config's check planned (group_region_plan). */
 static int reserve_areas(struct group *g, struct squall_error *err)
 {
-	uint32_t nmax = g->cfg.nmembers;
-	size_t recv_bytes = (size_t)nmax * GROUP_RECV_DEPTH * GROUP_RECV_BUF;
-	struct sst_layout *l;
+	struct group_region_plan p;
+	struct squall_error e;
 	int r;
 
-	r = smc_ring_geom_init(&g->geom, g->cfg.smc_window,
-			       g->cfg.smc_max_payload);
-	if (r)
-		return squall_error_set(err, r, "%s: smc.window %u or "
-			"smc.max_payload %u out of range", g->cfg.path,
-			g->cfg.smc_window, g->cfg.smc_max_payload);
-	r = group_make_layout(nmax, &l, NULL, err);
-	if (r)
-		return r;
-	/* The group's SST options leave the pipeline depth at its default,
-	 * which sst_area_size(NULL) assumes. */
-	r = alloc_reserve(g->a, sst_area_size(l, nmax, NULL), ALLOC_PAGE_SIZE,
-			  &g->table);
-	sst_layout_destroy(l);
+	r = group_region_plan(g->cfg.nmembers, g->cfg.smc_window,
+			      g->cfg.smc_max_payload, &p, &e);
 	if (!r)
-		r = alloc_reserve(g->a, smc_core_hdr_area_size(g->cfg.smc_window),
-				  ALLOC_PAGE_SIZE, &g->hdr);
+		r = smc_ring_geom_init(&g->geom, g->cfg.smc_window,
+				       g->cfg.smc_max_payload);
+	if (r)
+		return squall_error_set(err, r, "%s: %s", g->cfg.path, e.msg);
+	r = alloc_reserve(g->a, p.sst, ALLOC_PAGE_SIZE, &g->table);
 	if (!r)
-		r = alloc_reserve(g->a, recv_bytes, ALLOC_PAGE_SIZE,
-				  &g->recv_area);
+		r = alloc_reserve(g->a, p.smc_hdr, ALLOC_PAGE_SIZE, &g->hdr);
+	if (!r)
+		r = alloc_reserve(g->a, p.recv, ALLOC_PAGE_SIZE, &g->recv_area);
 	if (r)
 		return squall_error_set(err, r, "%s: group.region_size (%" PRIu64
-			" bytes) has no room for the SST and %zu bytes of receive "
-			"buffers", g->cfg.path, g->cfg.region_size, recv_bytes);
+			" bytes) has no room for the SST and %" PRIu64 " bytes of "
+			"receive buffers", g->cfg.path, g->cfg.region_size, p.recv);
 	return 0;
 }
 

@@ -73,6 +73,7 @@
 #include <squall/smc.h>
 #include <squall/sst.h>
 
+#include "group/layout.h"
 #include "smc/core.h"
 #include "group/vcore.h"
 
@@ -92,10 +93,6 @@
 #define GROUP_WR_SMC 0x4dull /* 'M': an SMC run */
 #define GROUP_WR_P2P 0x50ull /* 'P': a point-to-point SEND */
 
-/* Receives per peer, and the bytes of each (SENDs: RDMC control
- * messages and point-to-point messages). */
-#define GROUP_RECV_DEPTH 256u
-#define GROUP_RECV_BUF 4096u
 /* RDMC sends a member keeps in flight before group_ordered_send waits. */
 #define GROUP_RDMC_INFLIGHT 8u
 /* Point-to-point sends in flight to one member before group_p2p_send
@@ -190,24 +187,6 @@ struct group_early_p2p {
 	uint8_t payload[];
 };
 
-enum group_col {
-	COL_SMC_RECV,  /* [n] rounds held of each sender (SMC) */
-	COL_SMC_REL,   /* [n] records released of each sender's ring (SMC) */
-	COL_SMC_RING,  /* region offset of my rings + 1 */
-	COL_DONE,      /* [n] ordered messages of each sender delivered here */
-	COL_SENT,      /* ordered messages I sent before closing */
-	COL_BARRIER,   /* barriers entered */
-	COL_CLOSING,   /* 1: closed, flushing; 2: flushed */
-	/* View changes (one push from COL_HAVE to COL_TMASK): */
-	COL_HAVE,      /* [n] rounds of each sender held, large payloads
-			  included (the trim is their minimum) */
-	COL_ACK,       /* the failure mask this member wedged for, + 1 */
-	COL_TRIM,      /* [n] the trim adopted */
-	COL_TADD,      /* members that trim's view adds (.cfg index bits) */
-	COL_TMASK,     /* the failure mask of that trim, + 1; 0: none */
-	COL_JOIN,      /* joiners that asked this member (.cfg index bits) */
-	COL_COUNT
-};
 
 /* g->lock: a mutex that records its holder, so that code that needs it
  * held can say so (group_assert_locked). Builds with assertions record
@@ -616,10 +595,7 @@ void group_view_stop(struct group *g);
 void group_call_view(struct group *g);
 
 /* epoch.c: one view's parts (g->v), built for the view in g->vcfg and
- * torn down at its end; the SST layout of a view of n members (col may
- * be NULL). */
-int group_make_layout(uint32_t n, struct sst_layout **out, int *col,
-		      struct squall_error *err);
+ * torn down at its end. */
 int group_epoch_build(struct group *g, struct squall_error *err);
 void group_epoch_teardown(struct group *g);
 

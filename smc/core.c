@@ -62,11 +62,6 @@ struct smc_core {
 	struct smc_stats st;
 };
 
-size_t smc_core_hdr_area_size(uint32_t window)
-{
-	return (size_t)window * SMC_HDR_CELL;
-}
-
 static int check_params(const struct smc_core_params *p)
 {
 	if (p->nmembers == 0 || p->me >= p->nmembers || !p->deliver)

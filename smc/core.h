@@ -75,9 +75,6 @@ struct smc_core_params {
 	void *deliver_arg;
 };
 
-/* Bytes of the header area the transport must register for the core. */
-size_t smc_core_hdr_area_size(uint32_t window);
-
 /* Create a core. hdr_area: smc_core_hdr_area_size(window) bytes of
  * registered memory; rings[s]: the ring of sender s in this member's region
  * (smc_ring_geom cap bytes; rings[me] unused). Returns 0, -EINVAL with a

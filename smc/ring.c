@@ -239,3 +239,8 @@ bool smc_ring_rx_release(struct smc_ring_rx *rx, uint64_t rec)
 	return smc_release_mark(rx->released, rx->g.window, &rx->released_rec,
 				rx->next_rec, rec);
 }
+
+size_t smc_core_hdr_area_size(uint32_t window)
+{
+	return (size_t)window * SMC_HDR_CELL;
+}

@@ -176,6 +176,10 @@ static inline uint32_t smc_imm_first16(uint32_t imm)
 int smc_ring_geom_init(struct smc_ring_geom *g, uint32_t window,
 		       uint32_t max_payload);
 
+/* Bytes of the header area the transport must register for an SMC core
+ * (smc/core.h) of that window: one SMC_HDR_CELL per slot. */
+size_t smc_core_hdr_area_size(uint32_t window);
+
 /* Mark record rec released in flags (window entries, index rec % window)
  * and advance *prefix over the released run; records at or past `limit`
  * do not exist yet. Releases may come in any order. Returns true when

@@ -242,3 +242,13 @@ uint32_t sst_layout_col_segment(const struct sst_layout *l, uint32_t col)
 	assert(col < l->ncols);
 	return l->cols[col].seg;
 }
+
+size_t sst_area_size(const struct sst_layout *l, uint32_t nmembers,
+		     const struct sst_options *opt)
+{
+	uint32_t inflight = opt && opt->max_inflight ? opt->max_inflight :
+			    SST_DEFAULT_MAX_INFLIGHT;
+
+	return sst_table_size(l, nmembers) +
+	       (size_t)nmembers * inflight * sst_layout_row_size(l);
+}

@@ -13,6 +13,9 @@
  * different rules get different fingerprints. */
 #define SST_LAYOUT_RULE_VERSION 2
 
+/* Snapshot slots per peer when sst_options.max_inflight is 0. */
+#define SST_DEFAULT_MAX_INFLIGHT 16
+
 struct sst_col_layout {
 	char name[SST_COL_NAME_MAX];
 	enum sst_col_type type;

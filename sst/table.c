@@ -25,7 +25,6 @@
 #define DEFAULT_SUSPECT_MS 1000
 #define DEFAULT_SPIN_US 50
 #define DEFAULT_SPIN_MAX_US 20000
-#define DEFAULT_MAX_INFLIGHT 16
 #define DEFAULT_SIGNAL_EVERY 8
 #define DEFAULT_RECV_DEPTH 48
 
@@ -52,7 +51,7 @@ static void fill_defaults(struct sst_options *o, const struct group_config *cfg)
 	if (o->spin_max_us < o->spin_us)
 		o->spin_max_us = o->spin_us;
 	if (!o->max_inflight)
-		o->max_inflight = DEFAULT_MAX_INFLIGHT;
+		o->max_inflight = SST_DEFAULT_MAX_INFLIGHT;
 	if (!o->signal_every)
 		o->signal_every = DEFAULT_SIGNAL_EVERY;
 	if (o->signal_every > o->max_inflight)
@@ -72,16 +71,6 @@ static uint64_t table_fingerprint(const struct sst_layout *l, uint32_t n)
 		h *= 0x100000001b3ull;
 	}
 	return h ? h : 1;
-}
-
-size_t sst_area_size(const struct sst_layout *l, uint32_t nmembers,
-		     const struct sst_options *opt)
-{
-	uint32_t inflight = opt && opt->max_inflight ? opt->max_inflight :
-			    DEFAULT_MAX_INFLIGHT;
-
-	return sst_table_size(l, nmembers) +
-	       (size_t)nmembers * inflight * sst_layout_row_size(l);
 }
 
 /* The per-segment state of both sides: keys, sealing counters, validated

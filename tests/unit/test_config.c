@@ -19,9 +19,14 @@
 
 #include <cmocka.h>
 
+#include <inttypes.h>
+
 #include <squall/config.h>
 
+#include <squall/alloc.h>
+
 #include "group/config_parse.h"
+#include "group/layout.h"
 
 static char dir[64];
 static char gpath[128];  /* DIR/g.cfg, the group file of a case */
@@ -92,6 +97,86 @@ static void expect_bad(const char *from, const char *to, const char *fmt)
 
 	expect_bad_text(text, fmt);
 	free(text);
+}
+
+/* The config's check and the group plan the region with the same
+ * functions (group/layout.c): a region the config accepts holds what the
+ * group lays out, and the smallest one it accepts is exactly the plan.
+ * With 3 members, smc.window 1024 and smc.max_payload 8192 the check once
+ * accepted 26,411,008 bytes while the group needs about 28.4 MB. */
+static void test_region_fits(void **state)
+{
+	static const struct { uint32_t n, window, payload; } cases[] = {
+		{ 3, 1024, 8192 }, { 2, 16, 8192 }, { 5, 256, 1024 },
+		{ 7, 4096, 256 }, { 16, 64, 65536 },
+	};
+
+	(void)state;
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		struct group_region_plan p;
+		struct squall_error err;
+		struct group_config cfg;
+		char text[4096], sets[3][64];
+		const char *setv[3] = { sets[0], sets[1], sets[2] };
+		size_t at;
+		struct alloc *a;
+		struct alloc_params ap = { 0 };
+		struct buf_desc d[3], rings;
+		size_t rsz;
+
+		assert_int_equal(group_region_plan(cases[c].n, cases[c].window,
+						   cases[c].payload, &p, &err), 0);
+		at = (size_t)snprintf(text, sizeof(text),
+			"group = { name = \"t\"; region_size = \"64M\"; };\n"
+			"smc = { max_payload = 8192; window = 16; };\n"
+			"rdmc = { block_size = \"64K\"; };\n"
+			"members = (\n");
+		for (uint32_t i = 0; i < cases[c].n; i++)
+			at += (size_t)snprintf(text + at, sizeof(text) - at,
+				"  { id = %u; address = \"10.0.0.%u\"; port = 7400; }%s\n",
+				i, i + 1, i + 1 < cases[c].n ? "," : "");
+		snprintf(text + at, sizeof(text) - at, ");\n");
+		write_file(gpath, text);
+		snprintf(sets[0], sizeof(sets[0]), "smc.window=%u", cases[c].window);
+		snprintf(sets[1], sizeof(sets[1]), "smc.max_payload=%u",
+			 cases[c].payload);
+		/* One page short of the plan: refused, naming the size. */
+		snprintf(sets[2], sizeof(sets[2]), "group.region_size=%" PRIu64,
+			 p.total - ALLOC_PAGE_SIZE);
+		assert_int_equal(group_config_load_with(gpath, NULL, setv, 3, &cfg,
+							&err), -EINVAL);
+		if (!strstr(err.msg, "has no room for what the group lays out"))
+			fail_msg("%s", err.msg);
+		/* The plan itself: accepted, and the group's areas and one
+		 * view's rings with every member fit in a region that size,
+		 * with room left for RDMC's control buffers. */
+		snprintf(sets[2], sizeof(sets[2]), "group.region_size=%" PRIu64,
+			 p.total);
+		assert_int_equal(group_config_load_with(gpath, NULL, setv, 3, &cfg,
+							&err), 0);
+		ap.region_size = p.total;
+		assert_int_equal(alloc_create(&ap, &a, &err), 0);
+		assert_int_equal(alloc_reserve(a, p.sst, ALLOC_PAGE_SIZE, &d[0]), 0);
+		assert_int_equal(alloc_reserve(a, p.smc_hdr, ALLOC_PAGE_SIZE, &d[1]), 0);
+		assert_int_equal(alloc_reserve(a, p.recv, ALLOC_PAGE_SIZE, &d[2]), 0);
+		rsz = (size_t)cases[c].n * p.ring_cap;
+		assert_int_equal(alloc_lease(a, 1, &rsz, &rings), 0);
+		for (uint32_t i = 0; i < 64; i++) {
+			struct buf_desc ctl;
+			size_t csz = 128 * 32;
+
+			assert_int_equal(alloc_lease(a, 1, &csz, &ctl), 0);
+		}
+		alloc_destroy(a);
+	}
+	/* The case the issue measured, by its numbers. */
+	{
+		struct group_region_plan p;
+		struct squall_error err;
+
+		assert_int_equal(group_region_plan(3, 1024, 8192, &p, &err), 0);
+		assert_true(p.total > 26411008);
+	}
 }
 
 static int setup(void **state)
@@ -344,9 +429,10 @@ static void test_bad_sizes(void **state)
 		   "%s:3: group.region_size: 1234567890123456789012345678901234567890 does not fit in 32 bits and libconfig would truncate it: write 1234567890123456789012345678901234567890L (or, for a size, a string like \"64G\")");
 	expect_bad("\"64M\"", "\"-64M\"",
 		   "%s:3: group.region_size: must be a size: a number of bytes, or a string like \"256M\" (suffix K, M or G) (got \"-64M\")");
-	/* 2 members x 4096 slots x (8192 + 64) + 1M = 68681728 > 64M */
+	/* 2 rings of 4097 slots of 8208 bytes, 2 x 256 receive buffers of
+	 * 4K, the SST and the SMC headers, and 1M: more than 64M */
 	expect_bad("window = 16", "window = 4096",
-		   "%s:3: group.region_size: the SMC rings do not fit: 2 members x 4096 slots x (8192 + 64) bytes + 1M = 68681728 bytes > group.region_size 64M");
+		   "%s:3: group.region_size: group.region_size 64M has no room for what the group lays out for 2 members: 70516736 bytes (SMC rings 67260416 for smc.window 4096 x smc.max_payload 8192, receive buffers 2097152, SST 12288, SMC headers 98304, and 1M for RDMC and the first leases)");
 	expect_bad("\"1M\"", "\"64M\"",
 		   "%s:6: rdmc.block_size: rdmc.block_size 64M must be at most half of group.region_size 64M");
 	expect_bad("\"64M\"", "\"63M\";\n  huge_pages = true",
@@ -476,7 +562,7 @@ static void test_node_bad(void **state)
 			"%s:1: syntax error");
 	/* a cross check blames the override that broke it */
 	expect_node_bad("\nsmc = { window = 8192; };\n",
-			"%s:2: smc.window: the SMC rings do not fit: 2 members x 8192 slots x (8192 + 64) bytes + 1M = 136314880 bytes > group.region_size 64M");
+			"%s:2: smc.window: group.region_size 64M has no room for what the group lays out for 2 members: 137854976 bytes (SMC rings 134500352 for smc.window 8192 x smc.max_payload 8192, receive buffers 2097152, SST 12288, SMC headers 196608, and 1M for RDMC and the first leases)");
 	/* a missing node file */
 	unlink(npath);
 	write_file(gpath, BASE);
@@ -798,6 +884,7 @@ int main(void)
 		cmocka_unit_test(test_bad_types),
 		cmocka_unit_test(test_bad_members),
 		cmocka_unit_test(test_bad_sizes),
+		cmocka_unit_test(test_region_fits),
 		cmocka_unit_test(test_bad_file),
 		cmocka_unit_test(test_parse_text),
 		cmocka_unit_test(test_node_override),
