@@ -435,13 +435,11 @@ static int p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
 		/* Never posted: the buffer is the caller's again. */
 		atomic_fetch_sub(&g->v.p2p_inflight[rank], 1);
 		alloc_obj_delete(g->a, hdr);
-		if (r == -ENOMEM || r == -EAGAIN) {
-			alloc_unsubmit(g->a, d);
+		alloc_unsubmit(g->a, d);
+		if (r == -ENOMEM || r == -EAGAIN)
 			return squall_error_set(err, -EAGAIN, "member %u: the "
 				"send queue to member %u is full", g->my_id,
 				member);
-		}
-		alloc_complete(g->a, d);
 		return r;
 	}
 	atomic_fetch_add(&g->st_p2p_sent, 1);

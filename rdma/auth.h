@@ -14,8 +14,9 @@
  * verification included) and is packaged everywhere.
  *
  * The key file holds the key as 64 hexadecimal digits and a newline; it
- * must be a regular file that neither its group nor others may read or
- * write (mode 0600 or stricter), or it is refused. squall-keygen makes one.
+ * must be a regular file with no permission for its group or others
+ * (mode 0600 or stricter: no read, write or execute bit), or it is
+ * refused. squall-keygen makes one.
  */
 #ifndef SQUALL_RDMA_AUTH_H
 #define SQUALL_RDMA_AUTH_H
@@ -64,8 +65,8 @@ bool squall_auth_check(const uint8_t key[SQUALL_KEY_LEN],
 
 /* Read the key in `path`. Returns 0, or a negative errno with err naming
  * the file and what is wrong: -ENOENT, -EACCES... (cannot open), -EPERM
- * (its group or others may read or write it, or it is not a regular
- * file), -EINVAL (not 64 hex digits). */
+ * (its group or others have any permission on it, or it is not a
+ * regular file), -EINVAL (not 64 hex digits). */
 int squall_key_load(const char *path, uint8_t key[SQUALL_KEY_LEN],
 		    struct squall_error *err);
 

@@ -99,8 +99,9 @@ int group_config_load_with(const char *path, const char *node_path,
 			   struct group_config *out, struct squall_error *err);
 
 /* A 64-bit hash of the settings every member must agree on: group.name,
- * group.region_size, smc.max_payload, smc.window, rdmc.block_size and the
- * members in file order (id, address, port). Local choices (device,
+ * group.region_size, smc.max_payload, smc.window, rdmc.block_size, the
+ * view's epoch when it is not 0 (a later view's members) and the members
+ * in file order (id, address, port, and whether it joins). Local choices (device,
  * huge_pages, timeouts, copy_threshold, sst) are left out. Peers exchange
  * it when they connect and refuse a member whose file disagrees. Stable
  * across builds and hosts (fixed byte order). Returns 0, or -EINVAL when

@@ -4,7 +4,10 @@
  * Every fallible call returns 0 or a negative errno value. Calls whose
  * failures need more words than an errno (a .cfg line, a peer's address, a
  * verbs call name) also fill a struct squall_error: the same code plus one
- * line of text naming what was wrong. The library never prints.
+ * line of text naming what was wrong. The library prints nothing of its
+ * errors: the only lines it writes (stderr) are the warning that a group
+ * file names no key (once per process) and, in test-hook builds, the
+ * DYING and FAILING lines of a hook.
  */
 #ifndef SQUALL_ERROR_H
 #define SQUALL_ERROR_H

@@ -194,8 +194,9 @@ struct alloc *group_get_allocator(struct group *g);
  * sent that misses the ending view's trim is sent again in the next view
  * by the group). Returns 0, or: -EINVAL (d is not a lease of this group's
  * allocator ready to send: outside the region, already sent, released),
- * -ENOTCONN (the group stopped: see group_status()), -ESHUTDOWN (the
- * group is closing); err says which. */
+ * -ENOMEM (no room to announce a large message), -ENOTCONN (the group
+ * stopped: see group_status()), -ESHUTDOWN (the group is closing); err
+ * says which. */
 int group_ordered_send(struct group *g, const struct buf_desc *d,
 		       struct squall_error *err);
 
@@ -220,9 +221,10 @@ size_t group_p2p_max(const struct group *g);
  * anything else). The group owns the buffer until the send completes,
  * then returns it to the allocator. Never waits. Returns 0, -EMSGSIZE
  * (d->len > group_p2p_max()), -ENOENT (no such member, or this member),
- * -EINVAL, -ENOTCONN, or -EAGAIN: 64 point-to-point messages to that
- * member are still in flight, or its send queue is full (the buffer is
- * still the caller's: send it again later). */
+ * -EINVAL, -ENOTCONN, -ENOMEM (no room for the message's header), or
+ * -EAGAIN: 64 point-to-point messages to that member are still in flight,
+ * or its send queue is full (send it again later). On every failure the
+ * buffer is still the caller's. */
 int group_p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
 		   struct squall_error *err);
 
@@ -255,9 +257,12 @@ int group_barrier(struct group *g, int timeout_ms, struct squall_error *err);
  * same). */
 int group_close(struct group *g, int timeout_ms, struct squall_error *err);
 
-/* 0 while the group works; otherwise the code every call now returns
- * (-ENOTCONN) with err saying why (e.g. a partition left this member
- * without a majority of its view). */
+/* 0 while the group works; otherwise the code every call now returns,
+ * with err saying why: the first failure's code, -ENOTCONN when this
+ * member was removed or lost the majority of its view (e.g. a partition),
+ * or what stopped it otherwise (-ENOMEM, -EPROTO, an RDMC or view-install
+ * error). Calls below that say "-ENOTCONN (the group stopped)" return
+ * this code. */
 int group_status(struct group *g, struct squall_error *err);
 
 /* The member's id, rank, and the group's member count (of the current
