@@ -74,6 +74,7 @@
 #include <squall/sst.h>
 
 #include "group/layout.h"
+#include "rdma/tags.h"
 #include "smc/core.h"
 #include "group/vcore.h"
 
@@ -89,9 +90,9 @@
 #define GROUP_KIND_APP 0u
 #define GROUP_KIND_ANNOUNCE 1u
 
-/* wr_id tags of the group's own requests (SST 'S', RDMC 'R'). */
-#define GROUP_WR_SMC 0x4dull /* 'M': an SMC run */
-#define GROUP_WR_P2P 0x50ull /* 'P': a point-to-point SEND */
+/* wr_id tags of the group's own requests (rdma/tags.h). */
+#define GROUP_WR_SMC SQUALL_WR_TAG_SMC
+#define GROUP_WR_P2P SQUALL_WR_TAG_P2P
 
 /* RDMC sends a member keeps in flight before group_ordered_send waits. */
 #define GROUP_RDMC_INFLIGHT 8u

@@ -17,6 +17,7 @@
 #include <squall/regcache.h>
 
 #include "rdma/conn_data.h"
+#include "rdma/tags.h"
 
 enum rdma_sq_peer_state {
 	PEER_IDLE,         /* nothing in flight (active: next try due) */
@@ -153,7 +154,7 @@ void rdma_sq_use_once_destroy_all(struct rdma_sq_node *node);
 struct rdma_sq_peer *rdma_sq_peer_by_id(struct rdma_sq_node *node, uint32_t id);
 /* The tag (top byte) of the work requests of the key exchange: the
  * completion dispatcher hands them to rdma_sq_auth_wc, never out. */
-#define RDMA_SQ_WR_AUTH 0x41ull /* 'A' */
+#define RDMA_SQ_WR_AUTH SQUALL_WR_TAG_AUTH
 void rdma_sq_auth_wc(struct rdma_sq_node *node, const struct ibv_wc *wc);
 /* Free a peer's key exchange buffers (its QP destroyed). */
 void rdma_sq_auth_free(struct rdma_sq_peer *p);

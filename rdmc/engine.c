@@ -35,11 +35,12 @@
 #include <squall/wire.h>
 
 #include "rdma/hook.h"
+#include "rdma/tags.h"
 #include "rdmc/plan.h"
 
 /* wr_id of RDMC's own posts: tag in the top byte, kind below it, then the
  * kind's data (a slot and its generation, or a buffer's region offset). */
-#define WR_TAG 0x52ull
+#define WR_TAG SQUALL_WR_TAG_RDMC
 #define WR_BLOCK 1ull
 #define WR_CTL 2ull
 #define WR_RECV 3ull

@@ -14,6 +14,8 @@
 
 #include <squall/rdmc.h>
 
+#include "rdma/tags.h"
+
 /* ---- blocks ----------------------------------------------------------- */
 
 /* Most blocks one message may have: the block number takes 24 bits of the
@@ -44,7 +46,7 @@ static inline void rdmc_block_span(uint64_t size, uint64_t bs, uint64_t b,
  * in its READY), so a receiver finds the transfer in O(1) without trusting
  * anything but its own table. The top bit marks the immediate as RDMC's, so
  * other parts may use immediates with it clear. */
-#define RDMC_IMM_FLAG 0x80000000u
+#define RDMC_IMM_FLAG SQUALL_IMM_RDMC_FIRST
 #define RDMC_IMM_SLOTS 128u
 
 static inline uint32_t rdmc_imm_encode(uint32_t slot, uint32_t block)

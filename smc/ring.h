@@ -59,6 +59,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "rdma/tags.h"
+
 #define SMC_REC_ALIGN	 8u
 #define SMC_REC_HDR_SIZE 16u
 /* A header cell in the sender's header area: 8 bytes of padding room in
@@ -81,7 +83,7 @@
 /* The immediate of an SMC write: tag(4) | records in the run(12) |
  * low 16 bits of the first record number(16). The tag lets the transport
  * share a receive CQ with other users of WRITE_WITH_IMM. */
-#define SMC_IMM_TAG	 0x5u
+#define SMC_IMM_TAG (SQUALL_IMM_SMC_FIRST >> 28)
 #define SMC_IMM_MAX_RECS 4095u
 
 /* Largest scatter/gather list a write plan uses (rxe allows 32; mlx5 30;

@@ -34,6 +34,10 @@
 
 #include "sst/table.h"
 
+/* A push's immediate is the pusher's rank: within the SST's range. */
+_Static_assert(SST_MAX_MEMBERS - 1 <= SQUALL_IMM_SST_LAST,
+	       "SST ranks outgrow the SST's immediates (rdma/tags.h)");
+
 #define WC_BATCH 32
 #define ALONE_WAIT_MS 10
 /* Idle passes before sleeping, at least; idle passes between clock

@@ -16,11 +16,12 @@
 #include "sst/layout.h"
 #include "sst/predicates.h"
 #include "sst/seal.h"
+#include "rdma/tags.h"
 
 /* wr_id of the SST's requests: a tag, the kind, the peer's rank and, for a
  * signaled write, how many writes its completion accounts for. Requests of
  * other parts on the same completion queue carry other tags. */
-#define SST_WRID_TAG 0x53ull /* 'S' */
+#define SST_WRID_TAG SQUALL_WR_TAG_SST
 #define SST_WR_WRITE 1u
 #define SST_WR_RECV 2u
 
