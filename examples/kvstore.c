@@ -327,6 +327,19 @@ __attribute__((noreturn)) static void usage(int code)
 	exit(code);
 }
 
+/* One line on stderr naming the member once: the group's messages
+ * already start with "member N:". */
+static void say_error(long id, const char *what, const char *msg)
+{
+	char mine[32];
+
+	snprintf(mine, sizeof(mine), "member %ld:", id);
+	if (!strncmp(msg, mine, strlen(mine)))
+		fprintf(stderr, "kvstore: %s%s\n", what, msg);
+	else
+		fprintf(stderr, "kvstore: member %ld: %s%s\n", id, what, msg);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lo[] = {
@@ -404,12 +417,12 @@ int main(int argc, char **argv)
 	st->g = join ? group_join_cfg(cfg, (uint32_t)my_id, &cb, st, &err)
 		     : group_create_cfg(cfg, (uint32_t)my_id, &cb, st, &err);
 	if (!st->g) {
-		fprintf(stderr, "kvstore: member %ld: %s\n", my_id, err.msg);
+		say_error(my_id, "", err.msg);
 		return 1;
 	}
 	r = 0;
 	if (start_barrier && group_barrier(st->g, 600000, &err)) {
-		fprintf(stderr, "kvstore: member %ld: barrier: %s\n", my_id, err.msg);
+		say_error(my_id, "barrier: ", err.msg);
 		r = -EIO;
 	} else if (nrandom) {
 		r = run_random(st, nrandom, seed, rate);
@@ -431,11 +444,11 @@ int main(int argc, char **argv)
 	/* Close together, so every member applies every command: a member
 	 * that closed while the others still sent would leave the group. */
 	if (!r && group_barrier(st->g, 600000, &err)) {
-		fprintf(stderr, "kvstore: member %ld: barrier: %s\n", my_id, err.msg);
+		say_error(my_id, "barrier: ", err.msg);
 		r = -EIO;
 	}
 	if (group_close(st->g, 600000, &err)) {
-		fprintf(stderr, "kvstore: member %ld: close: %s\n", my_id, err.msg);
+		say_error(my_id, "close: ", err.msg);
 		r = r ? r : -EIO;
 	}
 	printf("KVSTORE member=%ld sent=%" PRIu64 " applied=%" PRIu64

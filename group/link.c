@@ -348,10 +348,10 @@ void group_on_suspect(struct sst *t, uint32_t rank, uint32_t by,
 	if (atomic_load(&g->quiet))
 		return;
 	if (rank == g->v.me) {
-		group_fail(g, -ENOTCONN, "member %u: member %u suspects this "
-			   "member, which is cut off from view %" PRIu64 " and "
-			   "stops (only a side with a majority of the view may "
-			   "go on)", g->my_id, g->v.ids[by], g->vcfg.epoch);
+		group_fail(g, -ENOTCONN, "member %u suspects this member, which "
+			   "is cut off from view %" PRIu64 " and stops (only a "
+			   "side with a majority of the view may go on)",
+			   g->v.ids[by], g->vcfg.epoch);
 		/* The others count it gone at once. */
 		sst_leave(t);
 		if (g->cb.failure)

@@ -233,8 +233,8 @@ static void expect(struct group *g, struct group_xfer *x)
 		snprintf(x->why, sizeof(x->why), "%s", err.msg);
 		return;
 	}
-	group_fail(g, -EPROTO, "member %u cannot receive message %" PRIu64
-		   " of member %u (%" PRIu64 " bytes): %s", g->my_id, x->msg_id,
+	group_fail(g, -EPROTO, "cannot receive message %" PRIu64
+		   " of member %u (%" PRIu64 " bytes): %s", x->msg_id,
 		   g->v.ids[x->sender], x->size, err.msg);
 }
 
@@ -267,10 +267,10 @@ static void on_announce(struct group *g, const struct smc_msg *m)
 			x->failed = false;
 			deliver_large(g, x);
 		} else {
-			group_fail(g, -EPROTO, "member %u: the agreed trim "
-				   "holds message %" PRIu64 " of member %u, "
-				   "which this member does not have", g->my_id,
-				   x->msg_id, g->v.ids[m->sender]);
+			group_fail(g, -EPROTO, "the agreed trim holds "
+				   "message %" PRIu64 " of member %u, which "
+				   "this member does not have", x->msg_id,
+				   g->v.ids[m->sender]);
 		}
 		xfer_unlink(g, x);
 		return;
@@ -606,11 +606,10 @@ void group_deliver_trim(struct group *g)
 					x->failed = false;
 				deliver_large(g, x);
 			} else if (x->round < trim[x->sender]) {
-				group_fail(g, -EPROTO, "member %u: the agreed "
-					   "trim holds message %" PRIu64 " of "
-					   "member %u, which this member does "
-					   "not have", g->my_id, x->msg_id,
-					   g->v.ids[x->sender]);
+				group_fail(g, -EPROTO, "the agreed trim holds "
+					   "message %" PRIu64 " of member %u, "
+					   "which this member does not have",
+					   x->msg_id, g->v.ids[x->sender]);
 			} else if (x->sender == g->v.me) {
 				group_resend_large(g, x->msg_id);
 			} else if (x->d.ptr) {

@@ -197,11 +197,21 @@ bool group_view_pass(struct group *g, bool *work)
 		char gone[256];
 
 		list_ranks(g, out.lost, gone, sizeof(gone));
-		group_fail(g, -ENOTCONN, "member %u: no majority: only %u of "
-			   "the %u members of view %" PRIu64 " are reachable "
-			   "(lost: %s); this member stops rather than go on "
-			   "without a majority", g->my_id, out.alive, out.base,
-			   g->vcfg.epoch, gone);
+		if (out.alive == 1)
+			group_fail(g, -ENOTCONN, "cut off from every other "
+				   "member of view %" PRIu64 " (lost: %s): they "
+				   "may go on without this member if a majority "
+				   "of them can, and this member stops",
+				   g->vcfg.epoch, gone);
+		else
+			group_fail(g, -ENOTCONN, "no majority: only %u of the "
+				   "%u members that count in view %" PRIu64 " (%u "
+				   "members; those leaving or already dropped "
+				   "by the change under way count on neither "
+				   "side) are reachable (lost: %s); this member "
+				   "stops rather than go on without a majority",
+				   out.alive, out.base, g->vcfg.epoch, g->v.n,
+				   gone);
 		/* The others count it gone at once: one that adopted a trim
 		 * must not wait for it. */
 		sst_leave(g->v.t);
@@ -353,8 +363,8 @@ static void install(struct group *g)
 	group_unlock(g);
 	r = group_epoch_build(g, &err);
 	if (r) {
-		group_fail(g, r, "member %u: installing view %" PRIu64 " failed: "
-			   "%s", g->my_id, nv.epoch, err.msg);
+		group_fail(g, r, "installing view %" PRIu64 " failed: %s",
+			   nv.epoch, err.msg);
 		atomic_store(&g->installing, false);
 		group_epoch_wrunlock(g);
 		stop(g);
