@@ -27,6 +27,8 @@
 #include <squall/rdma.h>
 #include <squall/rdmc.h>
 
+#include "group/transport.h"
+
 #define MAXV 8
 
 struct bench {
@@ -253,7 +255,7 @@ int main(int argc, char **argv)
 	if (alloc_create(&ap, &b->a, &err))
 		die(b, "alloc_create", err.msg);
 	alloc_region(b->a, &base, &len);
-	if (rdma_sq_create(&b->cfg, b->id, base, len, &ro, &b->node, &err))
+	if (group_transport_create(&b->cfg, b->id, base, len, &ro, &b->node, &err))
 		die(b, "rdma_sq_create", err.msg);
 	if (rdma_sq_connect_all(b->node, &err))
 		die(b, "rdma_sq_connect_all", err.msg);

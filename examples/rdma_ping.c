@@ -38,6 +38,8 @@
 #include <squall/rdma.h>
 #include <squall/version.h>
 
+#include "group/transport.h"
+
 #define NSIZES 4
 static const uint32_t sizes[NSIZES] = { 64, 4096, 65536, 1048576 };
 /* Offsets of the size slots inside an area; the area is 1.125 MiB. */
@@ -764,7 +766,7 @@ int main(int argc, char **argv)
 	}
 	opt.log = log_cb;
 	opt.log_arg = pg;
-	if (rdma_sq_create(&pg->cfg, pg->o.id, pg->region, pg->region_len, &opt,
+	if (group_transport_create(&pg->cfg, pg->o.id, pg->region, pg->region_len, &opt,
 			   &pg->node, &err))
 		die("create", &err, pg->o.id);
 	t0 = now_us();

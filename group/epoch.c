@@ -18,6 +18,7 @@
 #include <infiniband/verbs.h>
 
 #include "group/group_int.h"
+#include "group/transport.h"
 
 /* The view's SMC rings, one per sender, leased from the region. */
 static int lease_rings(struct group *g, struct squall_error *err)
@@ -68,8 +69,8 @@ static int start_rdma(struct group *g, struct squall_error *err)
 	};
 	int r;
 
-	r = rdma_sq_create(&g->vcfg, g->my_id, g->base, g->len, &ro, &g->v.node,
-			   err);
+	r = group_transport_create(&g->vcfg, g->my_id, g->base, g->len, &ro,
+				   &g->v.node, err);
 	if (!r)
 		r = rdma_sq_connect_all(g->v.node, err);
 	/* In a later view a survivor that did not come back within
@@ -116,6 +117,8 @@ static int start_sst(struct group *g, struct squall_error *err)
 		.suspect_arg = g,
 		/* A row of another view never validates in this one. */
 		.seed = g->vcfg.epoch,
+		.heartbeat_ms = g->vcfg.sst_heartbeat_ms,
+		.suspect_timeout_ms = g->vcfg.sst_suspect_timeout_ms,
 	};
 	int r;
 
@@ -126,7 +129,7 @@ static int start_sst(struct group *g, struct squall_error *err)
 	g->v.dispatch = group_node_hooks;
 	g->v.dispatch.on_pass = group_pass;
 	g->v.dispatch.arg = g;
-	r = sst_create(g->v.node, &g->vcfg, g->v.layout, g->base,
+	r = sst_create(g->v.node, g->v.layout, g->base,
 		       (size_t)((char *)g->table.ptr - (char *)g->base), &so,
 		       &g->v.t, err);
 	if (r)

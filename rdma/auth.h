@@ -40,7 +40,7 @@ enum squall_auth_role {
 /* What a proof binds. */
 struct squall_auth_ctx {
 	const char *label;      /* the exchange: "rdma", "join" */
-	uint64_t fingerprint;   /* group_config_fingerprint */
+	uint64_t fingerprint;   /* the hello cookie (rdma_sq_group) */
 	uint64_t epoch;
 	uint32_t from, to;      /* giver and receiver of the proof */
 	uint64_t nonce_req, nonce_acc;

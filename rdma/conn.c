@@ -75,7 +75,7 @@ static void my_hello(const struct rdma_sq_node *node, uint64_t nonce,
 	struct wire_target t = { 0 };
 	struct rdma_sq_hello h;
 
-	if (!node->cfg->has_key)
+	if (!node->has_key)
 		my_target(node, &t);
 	h = (struct rdma_sq_hello){
 		.major = node->opt.wire_major,
@@ -84,7 +84,7 @@ static void my_hello(const struct rdma_sq_node *node, uint64_t nonce,
 		.rkey = t.rkey,
 		.addr = t.addr,
 		.len = t.len,
-		.cfg_fp = node->cfg_fp,
+		.cfg_fp = node->cookie,
 		.nonce = nonce,
 	};
 	rdma_sq_hello_encode(&h, buf);
@@ -95,14 +95,14 @@ static int check_keyed(const struct rdma_sq_node *node,
 		       const struct rdma_sq_peer *p,
 		       const struct rdma_sq_hello *h, struct squall_error *err)
 {
-	if (node->cfg->has_key && !h->nonce)
+	if (node->has_key && !h->nonce)
 		return squall_error_set(err, -EACCES, "%s does not authenticate "
 			"(its group file names no group.key_file); %s requires "
-			"the group key", p->who, node->cfg->path);
-	if (!node->cfg->has_key && h->nonce)
+			"the group key", p->who, node->name);
+	if (!node->has_key && h->nonce)
 		return squall_error_set(err, -EACCES, "%s authenticates with a "
 			"group key, and this member has none: set group.key_file "
-			"in %s", p->who, node->cfg->path);
+			"in %s", p->who, node->name);
 	return 0;
 }
 
@@ -116,8 +116,8 @@ static int check_hello(const struct rdma_sq_node *node,
 					      node->opt.wire_minor, p->who, err);
 
 	if (!ret)
-		ret = rdma_sq_hello_check_cfg(h, node->cfg_fp, p->who,
-					      node->cfg->path, err);
+		ret = rdma_sq_hello_check_cfg(h, node->cookie, p->who,
+					      node->name, err);
 	return ret ? ret : check_keyed(node, p, h, err);
 }
 
@@ -158,7 +158,7 @@ static int auth_setup(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	rdma_sq_auth_free(p);
 	p->auth_got = 0;
 	p->auth_early = 0;
-	if (!node->cfg->has_key)
+	if (!node->has_key)
 		return 0;
 	p->aio = calloc(1, sizeof(*p->aio));
 	if (!p->aio)
@@ -194,8 +194,8 @@ static struct squall_auth_ctx auth_ctx(const struct rdma_sq_node *node,
 
 	return (struct squall_auth_ctx){
 		.label = "rdma",
-		.fingerprint = node->cfg_fp,
-		.epoch = node->cfg->epoch,
+		.fingerprint = node->cookie,
+		.epoch = node->epoch,
 		.from = mine ? node->my_id : p->id,
 		.to = mine ? p->id : node->my_id,
 		.nonce_req = req,
@@ -222,7 +222,7 @@ static int auth_send(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 			 proof ? SQUALL_MAC_LEN : 0, NULL);
 	if (hl < 0 || (proof && (size_t)hl + SQUALL_MAC_LEN > AUTH_MSG_MAX))
 		return -ENOSPC;
-	if (proof && squall_auth_prove(node->cfg->key, p->active ?
+	if (proof && squall_auth_prove(node->key, p->active ?
 				       SQUALL_AUTH_REQUESTER : SQUALL_AUTH_ACCEPTOR,
 				       &c, buf + hl))
 		return -EIO;
@@ -296,13 +296,13 @@ static void auth_recv(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 		return;
 	}
 	if (want_proof &&
-	    !squall_auth_check(node->cfg->key, p->active ? SQUALL_AUTH_ACCEPTOR
+	    !squall_auth_check(node->key, p->active ? SQUALL_AUTH_ACCEPTOR
 					      : SQUALL_AUTH_REQUESTER,
 			       &c, m.payload, m.payload_len)) {
 		snprintf(why, sizeof(why), "%s's proof of the group key is "
 			 "wrong: it holds another key than %.160s (group.key_file "
-			 "of %.160s)", p->who, node->cfg->key_file,
-			 node->cfg->path);
+			 "of %.160s)", p->who, node->key_file,
+			 node->name);
 		auth_fail(node, p, why);
 		return;
 	}
@@ -348,7 +348,7 @@ static void lost_in_exchange(struct rdma_sq_node *node, struct rdma_sq_peer *p)
 	rdma_sq_peer_fail(node, p, "member %u: %s closed the connection during "
 			  "the key exchange: it did not accept this member's "
 			  "proof of the group key (does %.160s hold the group's "
-			  "key?)", node->my_id, p->who, node->cfg->key_file);
+			  "key?)", node->my_id, p->who, node->key_file);
 }
 
 void rdma_sq_auth_wc(struct rdma_sq_node *node, const struct ibv_wc *wc)
@@ -477,8 +477,8 @@ static int make_qp(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	p->qp = id->qp;
 	p->qp_num = id->qp->qp_num;
 	/* A fresh nonce per attempt: a proof is good for this one only. */
-	p->nonce = node->cfg->has_key ? squall_auth_nonce() : 0;
-	if (node->cfg->has_key && !p->nonce)
+	p->nonce = node->has_key ? squall_auth_nonce() : 0;
+	if (node->has_key && !p->nonce)
 		return squall_error_set(err, -EIO, "libsodium could not start");
 	return auth_setup(node, p, err);
 }
@@ -506,8 +506,8 @@ static int start_connect(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 
 	memset(&dst, 0, sizeof(dst));
 	dst.sin_family = AF_INET;
-	dst.sin_port = htons(p->mcfg->port);
-	if (inet_pton(AF_INET, p->mcfg->address, &dst.sin_addr) != 1)
+	dst.sin_port = htons(p->m->port);
+	if (inet_pton(AF_INET, p->m->address, &dst.sin_addr) != 1)
 		return squall_error_set(err, -EINVAL,
 			"%s: address is not an IPv4 literal", p->who);
 	p->attempts++;
@@ -569,7 +569,7 @@ static int on_request(struct rdma_sq_node *node, const struct cm_event *ev,
 		return 0;
 	}
 	ret = check_hello(node, p, &ev->hello, err);
-	if (ret && node->cfg->has_key) {
+	if (ret && node->has_key) {
 		/* With a group key, a stranger's request does not cost the
 		 * real member its place: refused, and the wait goes on. The
 		 * answer's nonce says this member authenticates. */
@@ -663,7 +663,7 @@ static int on_established(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 		p->remote = ev->hello;
 	}
 	shorten_rnr_wait(node, p);
-	if (node->cfg->has_key) {
+	if (node->has_key) {
 		/* Up once each side proved the key (auth_recv). */
 		rdma_sq_set_state(p, PEER_AUTH);
 		if (p->active && auth_send(node, p, true, false)) {
@@ -867,15 +867,15 @@ static int keep(struct squall_error *err, const struct squall_error *kept)
 int rdma_sq_connect_all(struct rdma_sq_node *node, struct squall_error *err)
 {
 	struct squall_error refused = { 0 };
-	uint32_t limit = node->cfg->connect_timeout_ms ? node->cfg->connect_timeout_ms : 10000;
+	uint32_t limit = node->connect_timeout_ms ? node->connect_timeout_ms : 10000;
 	uint64_t deadline = rdma_sq_now_ms() + limit;
 	struct rdma_sq_peer *p;
 
 	squall_error_clear(err);
 	if (rdma_listen(node->listen_id, (int)node->npeers))
 		return squall_error_set(err, -errno, "rdma_listen on %s:%u: %s",
-			node->cfg->members[node->my_index].address,
-			node->cfg->members[node->my_index].port, strerror(errno));
+			node->members[node->my_index].address,
+			node->members[node->my_index].port, strerror(errno));
 	/* A refusal does not end the loop: the other peers still get their
 	 * answer (connected, or refused too), so that a peer refusing us, or
 	 * refused by us, hears why from us instead of finding us gone. */
@@ -895,7 +895,7 @@ int rdma_sq_connect_all(struct rdma_sq_node *node, struct squall_error *err)
 			wait = (int)(deadline - now);
 		/* Key exchanges in progress: their completions come on the
 		 * completion queue, not the rdma_cm channel. */
-		if (node->cfg->has_key) {
+		if (node->has_key) {
 			auth_poll(node);
 			if (wait > 2)
 				wait = 2;

@@ -3,8 +3,8 @@
  *
  * Both the connect request and the accept (or reject) carry one fixed,
  * little-endian record: magic, wire version, member id, the sender's
- * region target, the fingerprint of its group file
- * (group_config_fingerprint) and, in a group with a key, the sender's
+ * region target, the group's cookie (rdma_sq_group: the group puts its
+ * file's fingerprint there) and, in a group with a key, the sender's
  * fresh nonce for this connection (rdma/auth.h; the region target is then
  * 0: it travels only after both sides proved they hold the key). It fits
  * the 56 bytes RC connect private data allows.

@@ -105,18 +105,16 @@ static int fill_options(struct rdma_sq_options *o, const struct rdma_sq_options 
 
 static int init_peers(struct rdma_sq_node *node, struct squall_error *err)
 {
-	const struct group_config *cfg = node->cfg;
-
-	node->npeers = cfg->nmembers;
-	node->peers = calloc(cfg->nmembers, sizeof(*node->peers));
+	node->npeers = node->nmembers;
+	node->peers = calloc(node->nmembers, sizeof(*node->peers));
 	if (!node->peers)
 		return squall_error_set(err, -ENOMEM, "out of memory for peers");
-	for (uint32_t i = 0; i < cfg->nmembers; i++) {
+	for (uint32_t i = 0; i < node->nmembers; i++) {
 		struct rdma_sq_peer *p = &node->peers[i];
-		const struct group_member_cfg *m = &cfg->members[i];
+		const struct rdma_sq_member *m = &node->members[i];
 
 		p->id = m->id;
-		p->mcfg = m;
+		p->m = m;
 		p->active = node->my_id < m->id;
 		p->state = PEER_IDLE;
 		snprintf(p->who, sizeof(p->who), "member %u (%s:%u)", m->id,
@@ -127,7 +125,7 @@ static int init_peers(struct rdma_sq_node *node, struct squall_error *err)
 	return 0;
 }
 
-static int parse_addr(const struct group_member_cfg *m, struct sockaddr_in *sa,
+static int parse_addr(const struct rdma_sq_member *m, struct sockaddr_in *sa,
 		      struct squall_error *err)
 {
 	memset(sa, 0, sizeof(*sa));
@@ -149,7 +147,7 @@ static int parse_addr(const struct group_member_cfg *m, struct sockaddr_in *sa,
 /* Bind the listener to our own address: this also tells us the device. */
 static int bind_listener(struct rdma_sq_node *node, struct squall_error *err)
 {
-	const struct group_member_cfg *me = &node->cfg->members[node->my_index];
+	const struct rdma_sq_member *me = &node->members[node->my_index];
 	int ret;
 
 	node->ech = rdma_create_event_channel();
@@ -178,12 +176,12 @@ static int bind_listener(struct rdma_sq_node *node, struct squall_error *err)
 		return squall_error_set(err, -ENODEV,
 			"member %u: address %s is not owned by any RDMA device. %s",
 			me->id, me->address, NO_DEVICE);
-	if (node->cfg->device[0] &&
-	    strcmp(node->cfg->device, ibv_get_device_name(node->ctx->device)))
+	if (node->device[0] &&
+	    strcmp(node->device, ibv_get_device_name(node->ctx->device)))
 		return squall_error_set(err, -ENODEV,
 			"member %u: address %s belongs to RDMA device %s, but the group names device %s",
 			me->id, me->address, ibv_get_device_name(node->ctx->device),
-			node->cfg->device);
+			node->device);
 	return 0;
 }
 
@@ -315,7 +313,31 @@ struct regcache *rdma_sq_regcache(struct rdma_sq_node *node)
 	return node->cache;
 }
 
-int rdma_sq_create(const struct group_config *cfg, uint32_t my_id,
+/* Take a copy of what the node keeps of the group. */
+static int copy_group(struct rdma_sq_node *node, const struct rdma_sq_group *grp,
+		      struct squall_error *err)
+{
+	node->nmembers = grp->nmembers;
+	node->members = calloc(grp->nmembers, sizeof(*node->members));
+	node->name = strdup(grp->name ? grp->name : "the group");
+	node->key_file = strdup(grp->key_file ? grp->key_file : "");
+	node->device = strdup(grp->device ? grp->device : "");
+	if (!node->members || !node->name || !node->key_file || !node->device)
+		return squall_error_set(err, -ENOMEM, "out of memory for the node");
+	memcpy(node->members, grp->members,
+	       grp->nmembers * sizeof(*node->members));
+	for (uint32_t i = 0; i < grp->nmembers; i++)
+		node->members[i].address[RDMA_SQ_ADDR_MAX - 1] = '\0';
+	node->cookie = grp->cookie;
+	node->epoch = grp->epoch;
+	node->has_key = grp->key != NULL;
+	if (grp->key)
+		memcpy(node->key, grp->key, SQUALL_KEY_LEN);
+	node->connect_timeout_ms = grp->connect_timeout_ms;
+	return 0;
+}
+
+int rdma_sq_create(const struct rdma_sq_group *grp, uint32_t my_id,
 		   void *region, size_t region_len,
 		   const struct rdma_sq_options *opt,
 		   struct rdma_sq_node **out, struct squall_error *err)
@@ -324,32 +346,30 @@ int rdma_sq_create(const struct group_config *cfg, uint32_t my_id,
 	int ret;
 
 	squall_error_clear(err);
-	if (!cfg || !out || !region || !region_len)
+	if (!grp || !grp->members || !out || !region || !region_len)
+		return squall_error_set(err, -EINVAL, "rdma_sq_create: the "
+			"group, its members, region and out are required");
+	if (grp->nmembers == 0 || grp->nmembers > RDMA_SQ_MAX_MEMBERS)
 		return squall_error_set(err, -EINVAL,
-			"rdma_sq_create: cfg, region and out are required");
-	if (cfg->nmembers == 0 || cfg->nmembers > GROUP_CONFIG_MAX_MEMBERS)
-		return squall_error_set(err, -EINVAL,
-			"rdma_sq_create: the group has %u members", cfg->nmembers);
+			"rdma_sq_create: the group has %u members", grp->nmembers);
 	node = calloc(1, sizeof(*node));
 	if (!node)
 		return squall_error_set(err, -ENOMEM, "out of memory for the node");
-	node->cfg = cfg;
 	node->my_id = my_id;
 	node->my_index = -1;
 	node->wake_fd = -1;
 	node->region = region;
 	node->region_len = region_len;
-	ret = fill_options(&node->opt, opt, err);
-	if (!ret && group_config_fingerprint(cfg, &node->cfg_fp))
-		ret = squall_error_set(err, -EINVAL, "%s: no fingerprint of the "
-				       "group file", cfg->path);
+	ret = copy_group(node, grp, err);
+	if (!ret)
+		ret = fill_options(&node->opt, opt, err);
 	if (!ret)
 		ret = init_peers(node, err);
 	if (!ret && node->my_index < 0)
 		ret = squall_error_set(err, -ENOENT,
-			"member %u is not in the group (%s)", my_id, cfg->path);
+			"member %u is not in the group (%s)", my_id, node->name);
 	if (!ret)
-		ret = parse_addr(&cfg->members[node->my_index], &node->my_addr, err);
+		ret = parse_addr(&node->members[node->my_index], &node->my_addr, err);
 	if (!ret)
 		ret = bind_listener(node, err);
 	if (!ret)
@@ -424,6 +444,12 @@ void rdma_sq_destroy(struct rdma_sq_node *node)
 	if (node->wake_fd >= 0)
 		close(node->wake_fd);
 	free(node->peers);
+	free(node->members);
+	free(node->name);
+	free(node->key_file);
+	free(node->device);
+	/* The key does not outlive the node. */
+	memset(node->key, 0, sizeof(node->key));
 	free(node);
 }
 
@@ -435,6 +461,11 @@ uint32_t rdma_sq_my_id(const struct rdma_sq_node *node)
 uint32_t rdma_sq_nmembers(const struct rdma_sq_node *node)
 {
 	return node->npeers;
+}
+
+uint32_t rdma_sq_member_id(const struct rdma_sq_node *node, uint32_t i)
+{
+	return i < node->nmembers ? node->members[i].id : UINT32_MAX;
 }
 
 uint64_t rdma_sq_refused(const struct rdma_sq_node *node)

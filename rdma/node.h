@@ -16,6 +16,7 @@
 #include <squall/rdma.h>
 #include <squall/regcache.h>
 
+#include "rdma/auth.h"
 #include "rdma/conn_data.h"
 #include "rdma/tags.h"
 
@@ -49,7 +50,7 @@ struct rdma_sq_hold {
 
 struct rdma_sq_peer {
 	uint32_t id;
-	const struct group_member_cfg *mcfg;
+	const struct rdma_sq_member *m;
 	bool active;                  /* we connect (our id is lower) */
 	enum rdma_sq_peer_state state;
 	struct rdma_cm_id *cm;
@@ -72,7 +73,16 @@ struct rdma_sq_peer {
 };
 
 struct rdma_sq_node {
-	const struct group_config *cfg;
+	/* The group, copied from rdma_sq_group at create. */
+	char *name;                   /* names the group in messages */
+	uint32_t nmembers;
+	struct rdma_sq_member *members;
+	uint64_t epoch;               /* bound into the key proofs */
+	bool has_key;
+	uint8_t key[SQUALL_KEY_LEN];
+	char *key_file;
+	uint32_t connect_timeout_ms;
+	char *device;                 /* "" or the device to check */
 	uint32_t my_id;
 	int my_index;
 	struct rdma_sq_options opt;
@@ -88,7 +98,7 @@ struct rdma_sq_node {
 	int cq_size;
 	bool cq_armed;                /* notification requested, not yet read */
 	int wake_fd;                  /* eventfd: rdma_sq_wake ends a wait */
-	uint64_t cfg_fp;              /* the group file's fingerprint */
+	uint64_t cookie;              /* the hello's cookie (rdma_sq_group) */
 	bool mw_bind;                 /* the device has memory windows */
 	int max_rd_atom;              /* outstanding READs per QP */
 	/* Completions taken by rdma_sq_wait (to close the arm/poll race)

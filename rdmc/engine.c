@@ -133,9 +133,9 @@ struct rdmc_engine {
 	struct xfer x[RDMC_IMM_SLOTS];
 	struct rdmc_group *groups;
 	/* own_recvs: the peers whose queue pairs have receives posted */
-	uint32_t recv_peers[GROUP_CONFIG_MAX_MEMBERS];
+	uint32_t recv_peers[RDMA_SQ_MAX_MEMBERS];
 	unsigned nrecv_peers;
-	struct buf_desc recv_bufs[GROUP_CONFIG_MAX_MEMBERS];
+	struct buf_desc recv_bufs[RDMA_SQ_MAX_MEMBERS];
 	unsigned ctl_pending;    /* control sends not yet completed */
 	/* Control messages that could not be posted yet (the send queue was
 	 * full, or no buffer for them): sent in order by
@@ -1110,7 +1110,7 @@ static int post_recvs(struct rdmc_engine *e, uint32_t peer,
 	for (unsigned i = 0; i < e->nrecv_peers; i++)
 		if (e->recv_peers[i] == peer)
 			return 0;
-	if (e->nrecv_peers == GROUP_CONFIG_MAX_MEMBERS)
+	if (e->nrecv_peers == RDMA_SQ_MAX_MEMBERS)
 		return squall_error_set(err, -ENOSPC, "rdmc: too many peers");
 	ret = alloc_lease(e->a, 1, &sz, &d);
 	if (ret)
@@ -1194,7 +1194,7 @@ int rdmc_group_create(struct rdmc_engine *e, uint32_t id,
 	int me = -1, ret;
 
 	squall_error_clear(err);
-	if (!e || !members || !n || n > GROUP_CONFIG_MAX_MEMBERS || !block_size ||
+	if (!e || !members || !n || n > RDMA_SQ_MAX_MEMBERS || !block_size ||
 	    block_size > UINT32_MAX || !cb || !cb->received || !cb->sent || !out ||
 	    !rdmc_algorithm_name(alg))
 		return squall_error_set(err, -EINVAL, "rdmc_group_create: bad argument");

@@ -36,14 +36,12 @@ uint64_t sst_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static void fill_defaults(struct sst_options *o, const struct group_config *cfg)
+static void fill_defaults(struct sst_options *o)
 {
 	if (!o->heartbeat_ms)
-		o->heartbeat_ms = cfg->sst_heartbeat_ms ? cfg->sst_heartbeat_ms :
-			DEFAULT_HEARTBEAT_MS;
+		o->heartbeat_ms = DEFAULT_HEARTBEAT_MS;
 	if (!o->suspect_timeout_ms)
-		o->suspect_timeout_ms = cfg->sst_suspect_timeout_ms ?
-			cfg->sst_suspect_timeout_ms : DEFAULT_SUSPECT_MS;
+		o->suspect_timeout_ms = DEFAULT_SUSPECT_MS;
 	if (!o->spin_us)
 		o->spin_us = DEFAULT_SPIN_US;
 	if (!o->spin_max_us)
@@ -114,7 +112,7 @@ static int find_peers(struct sst *t, size_t table_offset,
 		uint32_t rkey;
 		int rc;
 
-		p->id = t->cfg->members[r].id;
+		p->id = rdma_sq_member_id(t->node, r);
 		if (r == t->me)
 			continue;
 		rc = rdma_sq_remote(t->node, p->id, RDMA_SQ_TARGET_REGION,
@@ -172,20 +170,22 @@ static int post_receives(struct sst *t, struct squall_error *err)
 	return 0;
 }
 
-int sst_create(struct rdma_sq_node *node, const struct group_config *cfg,
+int sst_create(struct rdma_sq_node *node,
 	       const struct sst_layout *layout, void *region,
 	       size_t table_offset, const struct sst_options *opt,
 	       struct sst **out, struct squall_error *err)
 {
 	struct sst *t;
+	uint32_t n;
 	int rc;
 
-	if (!node || !cfg || !layout || !region || !out)
+	if (!node || !layout || !region || !out)
 		return squall_error_set(err, -EINVAL, "sst_create: missing argument");
-	if (cfg->nmembers == 0 || cfg->nmembers > SST_MAX_MEMBERS)
+	n = rdma_sq_nmembers(node);
+	if (n == 0 || n > SST_MAX_MEMBERS)
 		return squall_error_set(err, -EINVAL,
 			"sst_create: %u members, a table holds 1..%d",
-			cfg->nmembers, SST_MAX_MEMBERS);
+			n, SST_MAX_MEMBERS);
 	if (table_offset % SST_CACHE_LINE)
 		return squall_error_set(err, -EINVAL,
 			"sst_create: table offset %zu is not a multiple of %d",
@@ -195,23 +195,22 @@ int sst_create(struct rdma_sq_node *node, const struct group_config *cfg,
 			"sst_create: recv_buf_size %u without a recv_area",
 			opt->recv_buf_size);
 	rc = -ENOENT;
-	for (uint32_t i = 0; i < cfg->nmembers; i++)
-		if (cfg->members[i].id == rdma_sq_my_id(node))
+	for (uint32_t i = 0; i < n; i++)
+		if (rdma_sq_member_id(node, i) == rdma_sq_my_id(node))
 			rc = (int)i;
 	if (rc < 0)
 		return squall_error_set(err, -EINVAL,
-			"sst_create: member %u is not in %s",
-			rdma_sq_my_id(node), cfg->path);
+			"sst_create: member %u is not among the node's members",
+			rdma_sq_my_id(node));
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return squall_error_set(err, -ENOMEM, "sst_create: out of memory");
 	t->node = node;
-	t->cfg = cfg;
 	t->layout = layout;
 	if (opt)
 		t->opt = *opt;
-	fill_defaults(&t->opt, cfg);
-	t->n = cfg->nmembers;
+	fill_defaults(&t->opt);
+	t->n = n;
 	t->me = (uint32_t)rc;
 	t->row_size = sst_layout_row_size(layout);
 	t->nsegs = sst_layout_nsegs(layout);

@@ -9,7 +9,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <squall/config.h>
 #include <squall/rdma.h>
 #include <squall/sst.h>
 
@@ -52,7 +51,7 @@ static inline uint32_t sst_wrid_covered(uint64_t wr_id)
 }
 
 struct sst_peer {
-	uint32_t id;            /* .cfg member id */
+	uint32_t id;            /* member id (the node's) */
 	uint64_t raddr;         /* my row in this peer's copy of the table */
 	uint32_t rkey;
 
@@ -81,7 +80,6 @@ struct sst_peer {
 
 struct sst {
 	struct rdma_sq_node *node;
-	const struct group_config *cfg;
 	const struct sst_layout *layout;
 	struct sst_options opt;
 	uint32_t n;             /* members */

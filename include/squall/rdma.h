@@ -36,12 +36,43 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <squall/config.h>
 #include <squall/error.h>
 #include <squall/regcache.h>
 
 struct rdma_sq_node;
 struct rdma_sq_mr;
+
+/* The most members a node connects (the group's limit). */
+#define RDMA_SQ_MAX_MEMBERS 64u
+#define RDMA_SQ_ADDR_MAX 64
+
+/* One member as the transport needs it. */
+struct rdma_sq_member {
+	uint32_t id;
+	char address[RDMA_SQ_ADDR_MAX]; /* IPv4 literal it listens on */
+	uint16_t port;
+};
+
+/* What the transport needs of the group, filled by the layer above (the
+ * group's is group_transport(), group/transport.h). rdma_sq_create copies
+ * it: nothing here need outlive the call. */
+struct rdma_sq_group {
+	const char *name;              /* names the group in messages (e.g.
+					  the group file's path) */
+	uint32_t nmembers;             /* 1..RDMA_SQ_MAX_MEMBERS */
+	const struct rdma_sq_member *members;
+	uint64_t cookie;               /* opaque: every hello carries it, and a
+					  peer whose cookie differs is refused
+					  (the group's: its fingerprint) */
+	uint64_t epoch;                /* bound into the key proofs */
+	const uint8_t *key;            /* the group key (32 bytes), or NULL: no
+					  authentication */
+	const char *key_file;          /* where the key came from (messages) */
+	uint32_t connect_timeout_ms;   /* 0: 10 s */
+	const char *device;            /* NULL or "": the device that owns the
+					  member's address; else it must be
+					  that one */
+};
 
 /* Log levels handed to the log callback. */
 enum rdma_sq_log_level {
@@ -87,16 +118,15 @@ struct rdma_sq_options {
 	bool region_remote_read;
 };
 
-/* Create member `my_id`'s node for the group `cfg`: find the RDMA device
- * that owns the member's address (it must be cfg->device when that is set),
- * allocate the protection domain and completion queue, register
+/* Create member `my_id`'s node for the group grp: find the RDMA device
+ * that owns the member's address (it must be grp->device when that is
+ * set), allocate the protection domain and completion queue, register
  * [region, region + region_len) with local write, remote write and
  * memory-window bind access (remote read only with region_remote_read),
- * and bind a listener to the member's own
- * address and port. No connection is made yet. cfg must stay valid for the
- * node's life; the region is the caller's and outlives the node.
- * Returns 0 with *out set, or a negative errno with err filled. */
-int rdma_sq_create(const struct group_config *cfg, uint32_t my_id,
+ * and bind a listener to the member's own address and port. No connection
+ * is made yet. grp is copied; the region is the caller's and outlives the
+ * node. Returns 0 with *out set, or a negative errno with err filled. */
+int rdma_sq_create(const struct rdma_sq_group *grp, uint32_t my_id,
 		   void *region, size_t region_len,
 		   const struct rdma_sq_options *opt,
 		   struct rdma_sq_node **out, struct squall_error *err);
@@ -104,11 +134,12 @@ int rdma_sq_create(const struct group_config *cfg, uint32_t my_id,
 /* Connect to every other member: listen on the member's address, connect
  * actively to every member with a higher id (retrying until the peer
  * listens) and accept every member with a lower id. Gives up after
- * cfg->connect_timeout_ms with -ETIMEDOUT and an error naming the first
- * missing peer and its address. A peer with another wire major version is
- * refused (and refuses us) with -EPROTO and an error naming both versions;
- * so is a peer whose group file differs from ours (the connection's hello
- * carries group_config_fingerprint()), with both fingerprints named.
+ * the group's connect_timeout_ms with -ETIMEDOUT and an error naming the
+ * first missing peer and its address. A peer with another wire major
+ * version is refused (and refuses us) with -EPROTO and an error naming
+ * both versions; so is a peer whose hello carries another cookie (the
+ * group's: its file's fingerprint, so its file differs from ours), with
+ * both named.
  * Returns 0 once every queue pair is established. */
 int rdma_sq_connect_all(struct rdma_sq_node *node, struct squall_error *err);
 
@@ -119,6 +150,9 @@ void rdma_sq_destroy(struct rdma_sq_node *node);
 /* The member's own id, and the group's member count. */
 uint32_t rdma_sq_my_id(const struct rdma_sq_node *node);
 uint32_t rdma_sq_nmembers(const struct rdma_sq_node *node);
+/* The id of the member at index i of the group's list (rdma_sq_group
+ * order), or UINT32_MAX when i is out of range. */
+uint32_t rdma_sq_member_id(const struct rdma_sq_node *node, uint32_t i);
 
 /* Connections this node refused because the process claiming to be a
  * member did not prove it holds the group key (a group with

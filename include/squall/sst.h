@@ -152,10 +152,9 @@ typedef void (*sst_trigger_fn)(struct sst *t, void *arg);
 /* ----- The table --------------------------------------------------------- */
 
 struct rdma_sq_node;
-struct group_config;
 
 /* Called on the progress thread once per member the local member comes to
- * suspect: `rank` (index in the .cfg member list) is suspected, first by
+ * suspect: `rank` (index in the node's member list) is suspected, first by
  * member rank `by` (the local rank when this member detected it itself),
  * for the reason in `why`. When rank is the local member's own rank, some
  * peer suspects this member. */
@@ -188,8 +187,9 @@ struct sst_dispatch {
 
 /* Options for sst_create; zero fields take the defaults. */
 struct sst_options {
-	/* Heartbeat period and suspicion timeout; 0 = the .cfg values
-	 * (sst.heartbeat_ms, sst.suspect_timeout_ms), else 100 and 1000. */
+	/* Heartbeat period and suspicion timeout; 0 = 100 and 1000 (a
+	 * group passes its .cfg's sst.heartbeat_ms and
+	 * sst.suspect_timeout_ms). */
 	uint32_t heartbeat_ms;
 	uint32_t suspect_timeout_ms;
 	/* How long the progress thread keeps polling after the last work
@@ -249,15 +249,16 @@ struct sst_stats {
 size_t sst_area_size(const struct sst_layout *l, uint32_t nmembers,
 		     const struct sst_options *opt);
 
-/* Create the member's table over an existing, connected node.
- * The table takes sst_area_size(layout, cfg->nmembers, opt) bytes at
+/* Create the member's table over an existing, connected node, with a row
+ * for each of the node's members in the node's order (rdma_sq_member_id).
+ * The table takes sst_area_size(layout, rdma_sq_nmembers(node), opt) bytes at
  * region + table_offset, inside the node's registered region, and the same
  * offset in every peer's region holds that peer's copy: the member's row
  * is written there. The table memory must start zeroed (a fresh region
  * is), because peers may push into it before this call; only the member's
- * own row is cleared here. layout and cfg must outlive the table.
+ * own row is cleared here. layout must outlive the table.
  * Returns 0 with *out set, or a negative errno with err filled. */
-int sst_create(struct rdma_sq_node *node, const struct group_config *cfg,
+int sst_create(struct rdma_sq_node *node,
 	       const struct sst_layout *layout, void *region,
 	       size_t table_offset, const struct sst_options *opt,
 	       struct sst **out, struct squall_error *err);
@@ -276,8 +277,8 @@ void sst_destroy(struct sst *t);
  * peer's fingerprint differs (its layout does not match; err names it). */
 int sst_wait_peers(struct sst *t, int timeout_ms, struct squall_error *err);
 
-/* The local member's rank (its index in cfg->members), the number of
- * members, and the .cfg id of member `rank`. */
+/* The local member's rank (its index in the node's members), the number of
+ * members, and the id of member `rank`. */
 uint32_t sst_my_rank(const struct sst *t);
 uint32_t sst_nmembers(const struct sst *t);
 uint32_t sst_member_id(const struct sst *t, uint32_t rank);

@@ -17,6 +17,8 @@
 #include <squall/config.h>
 #include <squall/rdma.h>
 
+#include "group/transport.h"
+
 struct member {
 	const char *prog;
 	uint32_t id, peer;
@@ -83,7 +85,7 @@ static inline void member_init(struct member *m, const char *prog, uint32_t id,
 			 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (m->region == MAP_FAILED)
 		die(m, "mmap of the region: %s", strerror(errno));
-	ret = rdma_sq_create(&m->cfg, id, m->region, region_len, &o, &m->node, &err);
+	ret = group_transport_create(&m->cfg, id, m->region, region_len, &o, &m->node, &err);
 	if (ret)
 		die(m, "rdma_sq_create: %s", err.msg);
 	ret = rdma_sq_connect_all(m->node, &err);

@@ -36,6 +36,8 @@
 #include <squall/rdma.h>
 #include <squall/rdmc.h>
 
+#include "group/transport.h"
+
 #define MAXMSG 16
 #define NSEND 2
 #define MiB 1048576.0
@@ -509,7 +511,7 @@ int main(int argc, char **argv)
 	if (alloc_create(&ap, &mb->a, &err))
 		die(mb, "alloc_create", err.msg);
 	alloc_region(mb->a, &base, &len);
-	if (rdma_sq_create(&mb->cfg, mb->id, base, len, &ro, &mb->node, &err))
+	if (group_transport_create(&mb->cfg, mb->id, base, len, &ro, &mb->node, &err))
 		die(mb, "rdma_sq_create", err.msg);
 	if (rdma_sq_connect_all(mb->node, &err))
 		die(mb, "rdma_sq_connect_all", err.msg);

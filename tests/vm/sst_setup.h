@@ -21,6 +21,8 @@
 #include <squall/rdma.h>
 #include <squall/sst.h>
 
+#include "group/transport.h"
+
 /* The test columns. */
 enum { COL_COUNTER, COL_DONE, COL_PING, COL_ACKS, COL_TAG, COL_PHASE, NCOLS };
 
@@ -105,6 +107,7 @@ static inline void member_connect(struct member *m,
 {
 	struct rdma_sq_options ropt = { 0 };
 	struct squall_error err = { 0 };
+	struct sst_options so;
 	int rc = -ENOENT;
 
 	for (uint32_t i = 0; i < m->cfg.nmembers; i++)
@@ -124,12 +127,18 @@ static inline void member_connect(struct member *m,
 	/* Room for the table's pipeline and its receives, with margin. */
 	ropt.max_send_wr = 128;
 	ropt.max_recv_wr = 512;
-	if (rdma_sq_create(&m->cfg, m->id, m->region, m->region_len, &ropt,
+	if (group_transport_create(&m->cfg, m->id, m->region, m->region_len, &ropt,
 			   &m->node, &err))
 		die(m, "rdma_sq_create", err.msg);
 	if (rdma_sq_connect_all(m->node, &err))
 		die(m, "rdma_sq_connect_all", err.msg);
-	if (sst_create(m->node, &m->cfg, m->layout, m->region, 0, sopt, &m->t,
+	/* The .cfg's sst settings where the caller left them 0. */
+	so = sopt ? *sopt : (struct sst_options){ 0 };
+	if (!so.heartbeat_ms)
+		so.heartbeat_ms = m->cfg.sst_heartbeat_ms;
+	if (!so.suspect_timeout_ms)
+		so.suspect_timeout_ms = m->cfg.sst_suspect_timeout_ms;
+	if (sst_create(m->node, m->layout, m->region, 0, &so, &m->t,
 		       &err))
 		die(m, "sst_create", err.msg);
 }
