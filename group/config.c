@@ -718,9 +718,16 @@ static int parse_text(struct loader *ld, enum rank rank, const char *file,
 	assert(text[len] == '\0');
 	config_init(&cf);
 	if (config_read_string(&cf, text) != CONFIG_TRUE) {
-		rc = squall_error_set(ld->err, -EINVAL, "%s:%d: %s", file,
-				      config_error_line(&cf),
-				      config_error_text(&cf));
+		char hint[SQUALL_ERRMSG_MAX];
+
+		if (group_config_syntax_hint(&sc, (unsigned)config_error_line(&cf),
+					     config_error_text(&cf), hint,
+					     sizeof(hint)))
+			rc = squall_error_set(ld->err, -EINVAL, "%s:%s", file, hint);
+		else
+			rc = squall_error_set(ld->err, -EINVAL, "%s:%d: %s", file,
+					      config_error_line(&cf),
+					      config_error_text(&cf));
 	} else if (sc.big_line) {
 		const config_setting_t *s = int_on_line(config_root_setting(&cf),
 							sc.big_line, sc.big_name);
@@ -898,7 +905,9 @@ static int check_required(struct loader *ld)
 		if (!ld->members[i].joins)
 			return 0;
 	{
-		struct origin o = { .rank = FROM_GROUP, .file = ld->group_path };
+		/* At the first member: each of them says joins = true. */
+		struct origin o = { .rank = FROM_GROUP, .file = ld->group_path,
+				    .line = ld->member_line[0] };
 
 		return fail(ld, &o, "members", "every member has joins = true: "
 			    "the first view needs at least one member without it");

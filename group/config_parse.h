@@ -29,11 +29,36 @@ struct group_config_scan {
 	unsigned big_line;      /* first too-big integer literal, 0 if none */
 	char big[64];           /* that literal as written (cut at 40 chars) */
 	char big_name[64];      /* the name in "name = literal", "" if none */
+	/* What libconfig reports as a bare "syntax error", often lines
+	 * later: each the first of its kind (line 0: none), for
+	 * group_config_syntax_hint. */
+	unsigned string_line;   /* a string that runs past its line */
+	unsigned comma_line;    /* a list element with no ',' before it */
+	unsigned comma_after;   /* the line of the element before it */
+	unsigned semi_line;     /* a ';' directly inside a list */
+	unsigned semi_list;     /* the line that list starts on */
+	unsigned dup_line;      /* a setting named twice in one group */
+	unsigned dup_first;     /* where it was first named */
+	char dup_name[64];
+	/* the scan's own state */
+	unsigned depth;
+	struct { char open; unsigned line; bool after_elem; unsigned elem_line;
+		 unsigned nnames; unsigned names_at; } stack[32];
+	char names[64][64];     /* setting names of the open groups */
+	unsigned name_line[64];
+	unsigned nnames;
 };
 
 /* Scan [p, end) (strings and comments skipped) into sc, which the caller
  * zeroes and whose begin it sets to p. */
 void group_config_scan(const char *p, const char *end,
 		       struct group_config_scan *sc);
+
+/* After libconfig failed with `what` at line `line`: a message that says
+ * what is wrong and where, from what the scan found at or before that
+ * line, into buf; false when the scan found nothing to say. */
+bool group_config_syntax_hint(const struct group_config_scan *sc,
+			      unsigned line, const char *what, char *buf,
+			      size_t size);
 
 #endif /* SQUALL_GROUP_CONFIG_PARSE_H */

@@ -179,6 +179,29 @@ static void test_region_fits(void **state)
 	}
 }
 
+/* What libconfig calls a bare "syntax error", often lines later, said
+ * where it is and what to do (group/config_scan.c). */
+static void test_syntax_hints(void **state)
+{
+	(void)state;
+	/* an unterminated string on line 3, reported by libconfig at 6 */
+	expect_bad("\"64M\";", "\"64M;",
+		   "%s:3: a string starts here and does not end on this line: a closing '\"' is missing (libconfig: syntax error at line 6)");
+	/* a missing comma between two members */
+	expect_bad("port = 7400; },", "port = 7400; }",
+		   "%s:9: a ',' is missing between this element of the list and the one before it (line 8) (libconfig: syntax error at line 9)");
+	/* ';' between two members */
+	expect_bad("port = 7400; },", "port = 7400; };",
+		   "%s:8: ';' inside the list that starts at line 7: separate a list's elements with ',' (libconfig: syntax error at line 8)");
+	/* a setting twice in a group names the setting and both lines */
+	expect_bad("  name = \"t\";\n", "  name = \"t\";\n  name = \"u\";\n",
+		   "%s:3: name: set twice in the same group (first at line 2)");
+	/* adjacent strings are one string (libconfig joins them): a later
+	 * error is not blamed on them */
+	expect_bad("  name = \"t\";\n", "  name = \"t\" \"u\";\n  x = [ \"a\" \"b\", \"c\" ;\n",
+		   "%s:3: ';' inside the list that starts at line 3: separate a list's elements with ',' (libconfig: syntax error at line 3)");
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -293,7 +316,7 @@ static void test_bad_syntax(void **state)
 	expect_bad("window = 16;", "window = ;",
 		   "%s:5: syntax error");
 	expect_bad("name = \"t\";", "name = \"t\";\n  name = \"u\";",
-		   "%s:3: duplicate setting name");
+		   "%s:3: name: set twice in the same group (first at line 2)");
 	expect_bad("rdmc = {", "@include \"other.cfg\"\nrdmc = {",
 		   "%s:6: @include is not supported: a group file must be self-contained");
 	expect_bad("\"64M\"", "5000000000",
@@ -865,7 +888,7 @@ static void test_joins(void **state)
 		memcpy(both, text, (size_t)(p - text));
 		strcpy(both + (p - text), "port = 7400; joins = true; }\n);");
 		strcat(both, p + strlen(from));
-		expect_bad_text(both, "%s: members: every member has joins = true: "
+		expect_bad_text(both, "%s:8: members: every member has joins = true: "
 				"the first view needs at least one member without it");
 		free(both);
 	}
@@ -885,6 +908,7 @@ int main(void)
 		cmocka_unit_test(test_bad_members),
 		cmocka_unit_test(test_bad_sizes),
 		cmocka_unit_test(test_region_fits),
+		cmocka_unit_test(test_syntax_hints),
 		cmocka_unit_test(test_bad_file),
 		cmocka_unit_test(test_parse_text),
 		cmocka_unit_test(test_node_override),
