@@ -272,8 +272,15 @@ void sst_idle_init(struct sst_idle *s, uint64_t spin_min_ns,
 	};
 }
 
+void sst_idle_set_policy(struct sst_idle *s, enum sst_idle_policy policy)
+{
+	s->policy = policy;
+}
+
 bool sst_idle_needs_clock(const struct sst_idle *s, bool work)
 {
+	if (s->policy == SST_IDLE_POLICY_SPIN)
+		return false;       /* the caller's busy clock is enough */
 	if (s->after_wake)
 		return true;        /* to time the sleep */
 	if (work)
@@ -319,6 +326,21 @@ static bool after_wake(struct sst_idle *s, bool work, uint64_t now_ns)
 enum sst_idle_action sst_idle_after_pass(struct sst_idle *s, bool work,
 					 uint64_t now_ns)
 {
+	if (s->policy == SST_IDLE_POLICY_SPIN)
+		return SST_IDLE_SPIN;
+	if (s->policy == SST_IDLE_POLICY_BLOCK) {
+		s->after_wake = false;
+		if (work) {
+			s->state = SST_IDLE_SPIN;
+		} else if (s->state == SST_IDLE_SPIN) {
+			s->state = SST_IDLE_ARM;
+		} else if (s->state == SST_IDLE_ARM) {
+			s->state = SST_IDLE_BLOCK;
+			s->block_ns = now_ns;
+			s->blocks++;
+		}
+		return s->state;
+	}
 	if (s->after_wake && after_wake(s, work, now_ns))
 		return s->state;
 	if (work) {

@@ -90,6 +90,7 @@ enum sst_idle_action {
 };
 
 struct sst_idle {
+	enum sst_idle_policy policy; /* ADAPTIVE unless sst_idle_set_policy */
 	uint64_t spin_min_ns;
 	uint64_t spin_max_ns;
 	uint64_t spin_ns;          /* the current window */
@@ -106,6 +107,10 @@ struct sst_idle {
 void sst_idle_init(struct sst_idle *s, uint64_t spin_min_ns,
 		   uint64_t spin_max_ns, uint32_t min_polls,
 		   uint32_t clock_every, uint64_t now_ns);
+
+/* SPIN: the machine never leaves SST_IDLE_SPIN. BLOCK: a pass without
+ * work arms at once (no window), and sleeps do not adapt anything. */
+void sst_idle_set_policy(struct sst_idle *s, enum sst_idle_policy policy);
 
 /* Whether the pass just run (which saw work or not) needs a clock reading
  * for sst_idle_after_pass. */

@@ -407,6 +407,7 @@ void *sst_progress_main(void *arg)
 	sst_idle_init(&idle, (uint64_t)t->opt.spin_us * 1000,
 		      (uint64_t)t->opt.spin_max_us * 1000, MIN_IDLE_POLLS,
 		      CLOCK_EVERY_IDLE, sst_now_ns());
+	sst_idle_set_policy(&idle, t->opt.idle);
 	while (!atomic_load_explicit(&t->stop, memory_order_relaxed)) {
 		bool work = pass(t);
 		uint64_t now = 0;

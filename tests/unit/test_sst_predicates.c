@@ -331,6 +331,49 @@ static void test_idle_spins_then_blocks(void **state)
 	assert_true(sst_idle_needs_clock(&s, true));
 }
 
+/* Policy SPIN: however long without work, never arm nor sleep. */
+static void test_idle_policy_spin(void **state)
+{
+	(void)state;
+	struct sst_idle s;
+	uint64_t t = 1000;
+
+	sst_idle_init(&s, 500, 5000, 3, 1, t);
+	sst_idle_set_policy(&s, SST_IDLE_POLICY_SPIN);
+	for (int i = 0; i < 1000; i++) {
+		t += 1000000;
+		assert_false(sst_idle_needs_clock(&s, false));
+		assert_int_equal(sst_idle_after_pass(&s, false, t), SST_IDLE_SPIN);
+	}
+	assert_int_equal(s.blocks, 0);
+}
+
+/* Policy BLOCK: the first pass without work arms, the next sleeps; work
+ * in between cancels the sleep; no window, so no clock time is needed. */
+static void test_idle_policy_block(void **state)
+{
+	(void)state;
+	struct sst_idle s;
+
+	sst_idle_init(&s, 500, 5000, 3, 1, 1000);
+	sst_idle_set_policy(&s, SST_IDLE_POLICY_BLOCK);
+	assert_int_equal(sst_idle_after_pass(&s, true, 0), SST_IDLE_SPIN);
+	assert_int_equal(sst_idle_after_pass(&s, false, 0), SST_IDLE_ARM);
+	assert_int_equal(sst_idle_after_pass(&s, true, 0), SST_IDLE_SPIN);
+	assert_int_equal(sst_idle_after_pass(&s, false, 0), SST_IDLE_ARM);
+	assert_true(sst_idle_needs_clock(&s, false));
+	assert_int_equal(sst_idle_after_pass(&s, false, 1001), SST_IDLE_BLOCK);
+	assert_int_equal(s.blocks, 1);
+	sst_idle_woken(&s);
+	/* woken with work: spin one pass, then straight back to sleep */
+	assert_int_equal(sst_idle_after_pass(&s, true, 2000), SST_IDLE_SPIN);
+	assert_int_equal(sst_idle_after_pass(&s, false, 2001), SST_IDLE_ARM);
+	assert_int_equal(sst_idle_after_pass(&s, false, 2002), SST_IDLE_BLOCK);
+	assert_int_equal(s.blocks, 2);
+	/* and the window never moved */
+	assert_int_equal(s.spin_ns, 500);
+}
+
 /* Work seen in the pass after arming cancels the sleep. */
 static void test_idle_arm_then_work(void **state)
 {
@@ -486,6 +529,8 @@ int main(void)
 		cmocka_unit_test(test_remove_waits_for_running_trigger),
 		cmocka_unit_test(test_idle_spins_then_blocks),
 		cmocka_unit_test(test_idle_arm_then_work),
+		cmocka_unit_test(test_idle_policy_spin),
+		cmocka_unit_test(test_idle_policy_block),
 		cmocka_unit_test(test_idle_min_polls),
 		cmocka_unit_test(test_idle_window_adapts),
 		cmocka_unit_test(test_idle_timer_wake_rearms),
