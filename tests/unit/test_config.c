@@ -104,71 +104,86 @@ static void expect_bad(const char *from, const char *to, const char *fmt)
  * group lays out, and the smallest one it accepts is exactly the plan.
  * With 3 members, smc.window 1024 and smc.max_payload 8192 the check once
  * accepted 26,411,008 bytes while the group needs about 28.4 MB. */
+/* One shape: one page short of the plan is refused naming the size; the
+ * plan itself is accepted and holds the group's areas, every member's
+ * ring and RDMC's control buffers in an allocator of that size. */
+static void check_fit(uint32_t n, uint32_t window, uint32_t payload)
+{
+	struct group_region_plan p;
+	struct squall_error err;
+	struct group_config cfg;
+	char text[8192], sets[3][64];
+	const char *setv[3] = { sets[0], sets[1], sets[2] };
+	size_t at;
+	struct alloc *a;
+	struct alloc_params ap = { 0 };
+	struct buf_desc d[3], rings;
+	size_t rsz;
+
+	assert_int_equal(group_region_plan(n, window, payload, &p, &err), 0);
+	at = (size_t)snprintf(text, sizeof(text),
+		"group = { name = \"t\"; region_size = \"64M\"; };\n"
+		"smc = { max_payload = 8192; window = 16; };\n"
+		"rdmc = { block_size = \"64K\"; };\n"
+		"members = (\n");
+	for (uint32_t i = 0; i < n; i++)
+		at += (size_t)snprintf(text + at, sizeof(text) - at,
+			"  { id = %u; address = \"10.0.%u.%u\"; port = 7400; }%s\n",
+			i, i / 200, i % 200 + 1, i + 1 < n ? "," : "");
+	snprintf(text + at, sizeof(text) - at, ");\n");
+	write_file(gpath, text);
+	snprintf(sets[0], sizeof(sets[0]), "smc.window=%u", window);
+	snprintf(sets[1], sizeof(sets[1]), "smc.max_payload=%u", payload);
+	snprintf(sets[2], sizeof(sets[2]), "group.region_size=%" PRIu64,
+		 p.total - ALLOC_PAGE_SIZE);
+	assert_int_equal(group_config_load_with(gpath, NULL, setv, 3, &cfg, &err),
+			 -EINVAL);
+	if (!strstr(err.msg, "has no room for what the group lays out"))
+		fail_msg("%s", err.msg);
+	snprintf(sets[2], sizeof(sets[2]), "group.region_size=%" PRIu64, p.total);
+	if (group_config_load_with(gpath, NULL, setv, 3, &cfg, &err))
+		fail_msg("%u members, window %u, payload %u: %s", n, window,
+			 payload, err.msg);
+	ap.region_size = p.total;
+	assert_int_equal(alloc_create(&ap, &a, &err), 0);
+	assert_int_equal(alloc_reserve(a, p.sst, ALLOC_PAGE_SIZE, &d[0]), 0);
+	assert_int_equal(alloc_reserve(a, p.smc_hdr, ALLOC_PAGE_SIZE, &d[1]), 0);
+	assert_int_equal(alloc_reserve(a, p.recv, ALLOC_PAGE_SIZE, &d[2]), 0);
+	rsz = (size_t)n * p.ring_cap;
+	assert_int_equal(alloc_lease(a, 1, &rsz, &rings), 0);
+	for (uint32_t i = 0; i < 64; i++) {
+		struct buf_desc ctl;
+		size_t csz = 128 * 32;
+
+		assert_int_equal(alloc_lease(a, 1, &csz, &ctl), 0);
+	}
+	alloc_destroy(a);
+}
+
 static void test_region_fits(void **state)
 {
-	static const struct { uint32_t n, window, payload; } cases[] = {
-		{ 3, 1024, 8192 }, { 2, 16, 8192 }, { 5, 256, 1024 },
-		{ 7, 4096, 256 }, { 16, 64, 65536 },
-	};
+	static const uint32_t ns[] = { 1, 2, 3, 4, 7, 16, 64 };
+	static const uint32_t windows[] = { 2, 64, 1024, 8192 };
+	static const uint32_t payloads[] = { 64, 1000, 8192, 65536 };
+	unsigned tried = 0;
 
 	(void)state;
-	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
-		struct group_region_plan p;
-		struct squall_error err;
-		struct group_config cfg;
-		char text[4096], sets[3][64];
-		const char *setv[3] = { sets[0], sets[1], sets[2] };
-		size_t at;
-		struct alloc *a;
-		struct alloc_params ap = { 0 };
-		struct buf_desc d[3], rings;
-		size_t rsz;
+	check_fit(3, 1024, 8192);
+	/* A sweep, of the shapes whose region stays under 96M here. */
+	for (size_t a = 0; a < sizeof(ns) / sizeof(ns[0]); a++)
+		for (size_t b = 0; b < sizeof(windows) / sizeof(windows[0]); b++)
+			for (size_t c = 0; c < sizeof(payloads) / sizeof(payloads[0]); c++) {
+				struct group_region_plan p;
+				struct squall_error err;
 
-		assert_int_equal(group_region_plan(cases[c].n, cases[c].window,
-						   cases[c].payload, &p, &err), 0);
-		at = (size_t)snprintf(text, sizeof(text),
-			"group = { name = \"t\"; region_size = \"64M\"; };\n"
-			"smc = { max_payload = 8192; window = 16; };\n"
-			"rdmc = { block_size = \"64K\"; };\n"
-			"members = (\n");
-		for (uint32_t i = 0; i < cases[c].n; i++)
-			at += (size_t)snprintf(text + at, sizeof(text) - at,
-				"  { id = %u; address = \"10.0.0.%u\"; port = 7400; }%s\n",
-				i, i + 1, i + 1 < cases[c].n ? "," : "");
-		snprintf(text + at, sizeof(text) - at, ");\n");
-		write_file(gpath, text);
-		snprintf(sets[0], sizeof(sets[0]), "smc.window=%u", cases[c].window);
-		snprintf(sets[1], sizeof(sets[1]), "smc.max_payload=%u",
-			 cases[c].payload);
-		/* One page short of the plan: refused, naming the size. */
-		snprintf(sets[2], sizeof(sets[2]), "group.region_size=%" PRIu64,
-			 p.total - ALLOC_PAGE_SIZE);
-		assert_int_equal(group_config_load_with(gpath, NULL, setv, 3, &cfg,
-							&err), -EINVAL);
-		if (!strstr(err.msg, "has no room for what the group lays out"))
-			fail_msg("%s", err.msg);
-		/* The plan itself: accepted, and the group's areas and one
-		 * view's rings with every member fit in a region that size,
-		 * with room left for RDMC's control buffers. */
-		snprintf(sets[2], sizeof(sets[2]), "group.region_size=%" PRIu64,
-			 p.total);
-		assert_int_equal(group_config_load_with(gpath, NULL, setv, 3, &cfg,
-							&err), 0);
-		ap.region_size = p.total;
-		assert_int_equal(alloc_create(&ap, &a, &err), 0);
-		assert_int_equal(alloc_reserve(a, p.sst, ALLOC_PAGE_SIZE, &d[0]), 0);
-		assert_int_equal(alloc_reserve(a, p.smc_hdr, ALLOC_PAGE_SIZE, &d[1]), 0);
-		assert_int_equal(alloc_reserve(a, p.recv, ALLOC_PAGE_SIZE, &d[2]), 0);
-		rsz = (size_t)cases[c].n * p.ring_cap;
-		assert_int_equal(alloc_lease(a, 1, &rsz, &rings), 0);
-		for (uint32_t i = 0; i < 64; i++) {
-			struct buf_desc ctl;
-			size_t csz = 128 * 32;
-
-			assert_int_equal(alloc_lease(a, 1, &csz, &ctl), 0);
-		}
-		alloc_destroy(a);
-	}
+				assert_int_equal(group_region_plan(ns[a], windows[b],
+						payloads[c], &p, &err), 0);
+				if (p.total > (UINT64_C(96) << 20))
+					continue;
+				check_fit(ns[a], windows[b], payloads[c]);
+				tried++;
+			}
+	assert_true(tried >= 60);
 	/* The case the issue measured, by its numbers. */
 	{
 		struct group_region_plan p;
