@@ -44,6 +44,7 @@ struct key_def {
 	enum kind kind;
 	bool required;
 	bool pow2;
+	bool id_pattern;        /* KIND_PATH: may hold one "%u" (the id) */
 	uint64_t multiple;      /* 0: any */
 	int64_t min, max;
 	int64_t def;            /* default of an optional number or bool */
@@ -51,7 +52,8 @@ struct key_def {
 
 enum key_id {
 	K_NAME, K_DEVICE, K_REGION, K_HUGE, K_CONNECT, K_VIEW, K_COPY,
-	K_PAYLOAD, K_WINDOW, K_BLOCK, K_HEARTBEAT, K_SUSPECT, K_KEY, K_COUNT
+	K_PAYLOAD, K_WINDOW, K_BLOCK, K_HEARTBEAT, K_SUSPECT, K_KEY, K_STATS,
+	K_COUNT
 };
 
 static const struct key_def keys[K_COUNT] = {
@@ -82,6 +84,9 @@ static const struct key_def keys[K_COUNT] = {
 			.min = 1, .max = 3600000, .def = 2000 },
 	/* The group key (rdma/auth.h); relative to the file that names it. */
 	[K_KEY] = { "group", "key_file", KIND_PATH },
+	/* Where a member writes its counters every second (group/stats.c);
+	 * "%u" stands for the member's id, so one file serves the group. */
+	[K_STATS] = { "group", "stats_file", KIND_PATH, .id_pattern = true },
 };
 
 static const char *const sections[] = { "group", "smc", "rdmc", "sst" };
@@ -322,18 +327,46 @@ static int check_string(struct loader *ld, int k, const struct origin *o,
 	return 0;
 }
 
+/* A stats_file pattern: '%' only in one "%u", and a file name after the
+ * last '/'. Returns NULL or what is wrong. */
+static const char *pattern_error(const char *s)
+{
+	const char *pct = strchr(s, '%');
+	size_t len = strlen(s);
+
+	if (s[len - 1] == '/')
+		return "must name a file, not a folder";
+	if (!pct)
+		return NULL;
+	if (pct[1] != 'u')
+		return "'%' may only appear as \"%u\" (the member's id)";
+	if (strchr(pct + 2, '%'))
+		return "\"%u\" may appear once, and '%' nowhere else";
+	return NULL;
+}
+
 /* A path setting: relative to the directory of the file that sets it
  * (a --set: to the working directory). */
-static int check_key_path(struct loader *ld, const struct origin *o,
-		      const char *path, const char *s, struct slot *dst)
+static int check_path_setting(struct loader *ld, int k, const struct origin *o,
+			      const char *path, const char *s, struct slot *dst)
 {
 	const char *file = o->rank == FROM_SET ? NULL : o->file;
 	const char *slash = file ? strrchr(file, '/') : NULL;
 	int dir = slash && s[0] != '/' ? (int)(slash - file) + 1 : 0;
+	const char *bad;
 	char q[128];
 
 	if (!s[0])
 		return fail(ld, o, path, "must name a file (got \"\")");
+	if (keys[k].id_pattern && (bad = pattern_error(s)))
+		return fail(ld, o, path, "%s (got \"%s\")", bad,
+			    quoted(q, sizeof(q), s));
+	/* "%u" is looked for in the resolved path: the folder must hold no
+	 * '%' of its own. */
+	if (keys[k].id_pattern && memchr(file ? file : "", '%', (size_t)dir))
+		return fail(ld, o, path, "relative to a folder whose name holds "
+			    "'%%': give an absolute path (got \"%s\")",
+			    quoted(q, sizeof(q), s));
 	if ((size_t)dir + strlen(s) >= GROUP_CONFIG_PATH_MAX)
 		return fail(ld, o, path, "the path is longer than %d "
 			    "characters (got \"%s\")", GROUP_CONFIG_PATH_MAX - 1,
@@ -408,7 +441,8 @@ static int read_setting(struct loader *ld, int k, const struct origin *o,
 		if (type != CONFIG_TYPE_STRING)
 			return fail(ld, o, path, "must be a string (got %s)",
 				    type_name(type));
-		rc = check_key_path(ld, o, path, config_setting_get_string(s), &v);
+		rc = check_path_setting(ld, k, o, path,
+					 config_setting_get_string(s), &v);
 		break;
 	case KIND_BOOL:
 		if (type != CONFIG_TYPE_BOOL)
@@ -845,7 +879,7 @@ static int apply_set(struct loader *ld, const char *arg)
 		rc = check_string(ld, k, &o, path, value, &v);
 		break;
 	case KIND_PATH:
-		rc = check_key_path(ld, &o, path, value, &v);
+		rc = check_path_setting(ld, k, &o, path, value, &v);
 		break;
 	case KIND_BOOL:
 		if (strcmp(value, "true") && strcmp(value, "false"))
@@ -1002,6 +1036,8 @@ static void fill(const struct loader *ld, struct group_config *c)
 	c->sst_heartbeat_ms = (uint32_t)ld->slot[K_HEARTBEAT].num;
 	c->sst_suspect_timeout_ms = (uint32_t)ld->slot[K_SUSPECT].num;
 	snprintf(c->key_file, sizeof(c->key_file), "%s", ld->slot[K_KEY].path);
+	snprintf(c->stats_file, sizeof(c->stats_file), "%s",
+		 ld->slot[K_STATS].path);
 	c->nmembers = ld->nmembers;
 	memcpy(c->members, ld->members, sizeof(c->members));
 }

@@ -7,7 +7,8 @@
  * (group_int.h has the list): views (view.c) and their parts (epoch.c),
  * sends (send.c), joins (join.c), the node's hooks (link.c), the delivery
  * order (order.c), own messages (own.c), the agreements over the SST
- * (close.c) and the failure state (fail.c).
+ * (close.c) and the failure state (fail.c). Above it, the stats file's
+ * writer (stats.c), which it starts and stops.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -92,6 +93,7 @@ static void group_free(struct group *g)
 
 static void teardown(struct group *g)
 {
+	group_stats_stop(g, false);
 	group_view_stop(g);
 	group_epoch_teardown(g);
 	group_free(g);
@@ -253,6 +255,8 @@ static struct group *start(const struct group_config *cfg, uint32_t my_id,
 		r = first_fn(g, cfg, my_id, since, err);
 	if (!r)
 		r = go_live(g, err);
+	if (!r)
+		r = group_stats_start(g, err);
 	if (r) {
 		/* Peers must not take this member's silence for a crash
 		 * while it has not joined: nothing was delivered. */
@@ -326,6 +330,8 @@ int group_close(struct group *g, int timeout_ms, struct squall_error *err)
 	if (!g)
 		return 0;
 	r = group_close_flush(g, timeout_ms, err);
+	/* The last counters, everything flushed delivered. */
+	group_stats_stop(g, true);
 	atomic_store(&g->quiet, true);
 	teardown(g);
 	return r;
@@ -372,20 +378,27 @@ const struct group_config *group_get_config(const struct group *g)
 void group_stats(struct group *g, struct group_stats *st)
 {
 	bool self = group_lockless(g);
+
+	if (!self)
+		group_epoch_rdlock(g);
+	group_stats_in_view(g, st);
+	if (!self)
+		group_epoch_rdunlock(g);
+}
+
+void group_stats_in_view(struct group *g, struct group_stats *st)
+{
 	struct smc_stats ss = { 0 };
 	struct rdmc_stats rs = { 0 };
 	uint64_t epoch, refused;
 
-	if (!self)
-		group_epoch_rdlock(g);
+	group_assert_in_view(g);
 	if (g->v.core)
 		smc_core_stats(g->v.core, &ss);
 	if (g->v.e)
 		rdmc_engine_stats(g->v.e, &rs);
 	refused = g->v.node ? rdma_sq_refused(g->v.node) : 0;
 	epoch = g->vcfg.epoch;
-	if (!self)
-		group_epoch_rdunlock(g);
 	*st = (struct group_stats){
 		.sent = atomic_load(&g->st_sent),
 		.sent_smc = atomic_load(&g->st_sent_smc),

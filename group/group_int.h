@@ -50,6 +50,11 @@
  *   agree.c, vcore.c, config.c: pure decisions and the group file, which
  *              know nothing of a running group
  *
+ * Above them all, stats.c: the stats file's writer (group.stats_file),
+ * which reads the group as group_stats() does; group.c starts it after
+ * the first view and stops it before the teardown. stats_file.c, pure,
+ * is the file's text.
+ *
  * One name goes up, and it is a callback: epoch.c gives the SST view.c's
  * group_pass as its on_pass hook. The SST calls it on its progress
  * thread; the build never does. Without the callback the layers would
@@ -409,6 +414,10 @@ struct group {
 						 silence, size or a full table */
 	atomic_uint_fast64_t st_p2p_abandoned; /* in flight when a view's
 						  node went, never completed */
+
+	/* The stats file's writer (stats.c), NULL without
+	 * group.stats_file: set by the start, cleared by the close. */
+	struct group_stats_writer *stats;
 };
 
 /* ---- locks ----------------------------------------------------------------- */
@@ -474,6 +483,18 @@ static inline void group_epoch_rdlock(struct group *g)
 #ifndef NDEBUG
 	atomic_fetch_add(&g->epoch_lock.readers, 1);
 #endif
+}
+
+/* The same without waiting: false when the view thread holds it for
+ * writing (a view change is being installed) or waits to. */
+static inline bool group_epoch_tryrdlock(struct group *g)
+{
+	if (pthread_rwlock_tryrdlock(&g->epoch_lock.l))
+		return false;
+#ifndef NDEBUG
+	atomic_fetch_add(&g->epoch_lock.readers, 1);
+#endif
+	return true;
 }
 
 static inline void group_epoch_rdunlock(struct group *g)
@@ -690,6 +711,17 @@ int group_close_flush(struct group *g, int timeout_ms,
 void group_fail(struct group *g, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int group_failed(struct group *g, struct squall_error *err);
+
+/* group.c: group_stats() for a caller that may use the view's parts
+ * (group_assert_in_view: epoch_lock held, or a group thread). */
+void group_stats_in_view(struct group *g, struct group_stats *st);
+
+/* stats.c: with group.stats_file set, write the counters once (an
+ * error if that fails) and start the thread that writes them every
+ * second; stop it (joined), writing them a last time with write_last.
+ * Both on the thread that starts or closes the group. */
+int group_stats_start(struct group *g, struct squall_error *err);
+void group_stats_stop(struct group *g, bool write_last);
 
 /* The monotonic clock in ms, and the short sleep of waits that poll the
  * SST. */

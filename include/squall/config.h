@@ -63,6 +63,12 @@ struct group_config {
 	bool has_key;
 	uint8_t key[32];
 
+	/* group.stats_file: where the member writes its counters every
+	 * second and once as it closes (resolved like key_file; "" when
+	 * unset). A "%u" in it stands for the member's id. squall-stat(1)
+	 * prints the file. */
+	char stats_file[GROUP_CONFIG_PATH_MAX];
+
 	/* The view this configuration describes: 0 as loaded; a group in a
 	 * later view connects with a copy holding that view's epoch and
 	 * members, so members of different views refuse each other. */
@@ -101,11 +107,11 @@ int group_config_load_with(const char *path, const char *node_path,
 /* A 64-bit hash of the settings every member must agree on: group.name,
  * group.region_size, smc.max_payload, smc.window, rdmc.block_size, the
  * view's epoch when it is not 0 (a later view's members) and the members
- * in file order (id, address, port, and whether it joins). Local choices (device,
- * huge_pages, timeouts, copy_threshold, sst) are left out. Peers exchange
- * it when they connect and refuse a member whose file disagrees. Stable
- * across builds and hosts (fixed byte order). Returns 0, or -EINVAL when
- * cfg is NULL or has no valid member count. */
+ * in file order (id, address, port, and whether it joins). Local choices
+ * (device, huge_pages, timeouts, copy_threshold, stats_file, sst) are
+ * left out. Peers exchange it when they connect and refuse a member whose
+ * file disagrees. Stable across builds and hosts (fixed byte order).
+ * Returns 0, or -EINVAL when cfg is NULL or has no valid member count. */
 int group_config_fingerprint(const struct group_config *cfg, uint64_t *out);
 
 /* Index of member `id` in cfg->members, or -ENOENT. */

@@ -8,7 +8,7 @@ set -euo pipefail
 build=$1
 src=$2
 fail() { echo "FAIL: $*"; exit 1; }
-for p in examples/kvstore examples/ingest examples/bandwidth examples/rdma_ping tools/squall-keygen; do
+for p in examples/kvstore examples/ingest examples/bandwidth examples/rdma_ping tools/squall-keygen tools/squall-stat; do
     out=$("$build/$p" --help) || fail "$p --help exited with status $?"
     case "$out" in usage:*) ;; *) fail "$p --help printed no usage: $out" ;; esac
     echo "ok: $p --help: $(head -n1 <<<"$out" | cut -c1-70)..."

@@ -369,7 +369,7 @@ static void test_bad_unknown(void **state)
 	expect_bad("window = 16", "windw = 16",
 		   "%s:5: smc.windw: unknown setting (known in smc: max_payload, window)");
 	expect_bad("  region_size", "  huge_page = true;\n  region_size",
-		   "%s:3: group.huge_page: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, view_timeout_ms, copy_threshold, key_file)");
+		   "%s:3: group.huge_page: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, view_timeout_ms, copy_threshold, key_file, stats_file)");
 	expect_bad("id = 1; address", "id = 1; adress = \"x\"; address",
 		   "%s:9: members[1].adress: unknown setting (known in a member: id, address, port, joins)");
 	expect_bad("members = (", "verbose = true;\nmembers = (",
@@ -593,7 +593,7 @@ static void test_node_bad(void **state)
 	expect_node_bad("smc = {\n  window = 3;\n};\n",
 			"%s:2: smc.window: must be a power of two between 2 and 65536 (got 3)");
 	expect_node_bad("group = { devise = \"mlx5_0\"; };\n",
-			"%s:1: group.devise: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, view_timeout_ms, copy_threshold, key_file)");
+			"%s:1: group.devise: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, view_timeout_ms, copy_threshold, key_file, stats_file)");
 	expect_node_bad("\n\nmembers = ( { id = 5; address = \"10.0.0.5\"; port = 1; } );\n",
 			"%s:3: members: cannot be overridden by a node file (members come from the group file)");
 	expect_node_bad("group = { device = = \"mlx5_0\"; };\n",
@@ -680,6 +680,85 @@ static void test_key_file(void **state)
 	unlink(kpath);
 }
 
+static void expect_set_bad(const char *set, const char *want);
+
+/* group.stats_file: optional; relative to the folder of the file that
+ * names it (a --set: to the working directory); one "%u" for the
+ * member's id and no other '%'; a file, not a folder. */
+static void test_stats_file(void **state)
+{
+	char *text = variant("  region_size = \"64M\";\n",
+			     "  region_size = \"64M\";\n  stats_file = \"m%u.stats\";\n");
+	char want[200];
+	struct group_config cfg;
+	struct squall_error err;
+	const char *abs_set[] = { "group.stats_file=/run/squall/m%u" };
+	const char *rel_set[] = { "group.stats_file=out/m.stats" };
+
+	(void)state;
+	write_file(gpath, BASE);
+	assert_int_equal(group_config_load(gpath, &cfg, &err), 0);
+	assert_string_equal(cfg.stats_file, "");
+	write_file(gpath, text);
+	assert_int_equal(group_config_load(gpath, &cfg, &err), 0);
+	snprintf(want, sizeof(want), "%s/m%%u.stats", dir);
+	assert_string_equal(cfg.stats_file, want);
+	free(text);
+	assert_int_equal(load_with(NULL, abs_set, 1, &cfg, &err), 0);
+	assert_string_equal(cfg.stats_file, "/run/squall/m%u");
+	assert_int_equal(load_with(NULL, rel_set, 1, &cfg, &err), 0);
+	assert_string_equal(cfg.stats_file, "out/m.stats");
+
+	text = variant("  region_size = \"64M\";\n",
+		       "  region_size = \"64M\";\n  stats_file = 1;\n");
+	expect_bad_text(text, "%s:4: group.stats_file: must be a string (got an integer)");
+	free(text);
+	text = variant("  region_size = \"64M\";\n",
+		       "  region_size = \"64M\";\n  stats_file = \"\";\n");
+	expect_bad_text(text, "%s:4: group.stats_file: must name a file (got \"\")");
+	free(text);
+	text = variant("  region_size = \"64M\";\n",
+		       "  region_size = \"64M\";\n  stats_file = \"m%d.stats\";\n");
+	expect_bad_text(text, "%s:4: group.stats_file: '%%' may only appear as "
+			"\"%%u\" (the member's id) (got \"m%%d.stats\")");
+	free(text);
+	text = variant("  region_size = \"64M\";\n",
+		       "  region_size = \"64M\";\n  stats_file = \"%u/m%u\";\n");
+	expect_bad_text(text, "%s:4: group.stats_file: \"%%u\" may appear once, "
+			"and '%%' nowhere else (got \"%%u/m%%u\")");
+	free(text);
+	text = variant("  region_size = \"64M\";\n",
+		       "  region_size = \"64M\";\n  stats_file = \"/tmp/\";\n");
+	expect_bad_text(text, "%s:4: group.stats_file: must name a file, not a "
+			"folder (got \"/tmp/\")");
+	free(text);
+	expect_set_bad("group.stats_file=/run/m%s",
+		       "--set group.stats_file=/run/m%s: group.stats_file: '%' "
+		       "may only appear as \"%u\" (the member's id) (got "
+		       "\"/run/m%s\")");
+	/* "%u" is found in the resolved path: a folder with a '%' of its
+	 * own is refused. */
+	text = variant("  region_size = \"64M\";\n",
+		       "  region_size = \"64M\";\n  stats_file = \"m.stats\";\n");
+	assert_int_equal(group_config_parse_text("/tmp/100%/g.cfg", text,
+						 strlen(text), &cfg, &err),
+			 -EINVAL);
+	assert_string_equal(err.msg, "/tmp/100%/g.cfg:4: group.stats_file: "
+			    "relative to a folder whose name holds '%': give an "
+			    "absolute path (got \"m.stats\")");
+	free(text);
+	{
+		char set[300] = "group.stats_file=/";
+		const char *sets[] = { set };
+
+		memset(set + strlen(set), 'a', 260);
+		set[sizeof(set) - 1] = '\0';
+		assert_int_equal(load_with(NULL, sets, 1, &cfg, &err), -EINVAL);
+		assert_non_null(strstr(err.msg, "group.stats_file: the path is "
+				       "longer than 255 characters"));
+	}
+}
+
 /* A UTF-8 byte-order mark before the first setting: said so, with the
  * remedy, instead of libconfig's bare "syntax error". */
 static void test_byte_order_mark(void **state)
@@ -742,7 +821,8 @@ static void test_fingerprint(void **state)
 	uint64_t fa, fb;
 	const char *local[] = { "group.device=mlx5_0", "group.huge_pages=true",
 				"sst.heartbeat_ms=10", "group.copy_threshold=4K",
-				"group.connect_timeout_ms=5" };
+				"group.connect_timeout_ms=5",
+				"group.stats_file=/run/m%u.stats" };
 	const char *shared[] = { "smc.window=32" };
 
 	(void)state;
@@ -753,7 +833,7 @@ static void test_fingerprint(void **state)
 	assert_true(fa != 0);
 
 	/* local choices do not change it */
-	assert_int_equal(load_with(NULL, local, 5, &b, &err), 0);
+	assert_int_equal(load_with(NULL, local, 6, &b, &err), 0);
 	assert_int_equal(group_config_fingerprint(&b, &fb), 0);
 	assert_true(fa == fb);
 
@@ -930,6 +1010,7 @@ int main(void)
 		cmocka_unit_test(test_node_bad),
 		cmocka_unit_test(test_set_override),
 		cmocka_unit_test(test_key_file),
+		cmocka_unit_test(test_stats_file),
 		cmocka_unit_test(test_byte_order_mark),
 		cmocka_unit_test(test_set_bad),
 		cmocka_unit_test(test_fingerprint),
