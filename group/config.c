@@ -36,7 +36,7 @@
 #define FILE_MAX MIB
 
 enum kind { KIND_NAME, KIND_DEVICE, KIND_SIZE, KIND_UINT, KIND_BOOL,
-	    KIND_PATH };
+	    KIND_PATH, KIND_CHOICE };
 
 struct key_def {
 	const char *section;
@@ -48,12 +48,16 @@ struct key_def {
 	uint64_t multiple;      /* 0: any */
 	int64_t min, max;
 	int64_t def;            /* default of an optional number or bool */
+	const char *const *choices; /* KIND_CHOICE: the words, NULL-ended;
+				       the value is the word's index */
 };
+
+static const char *const idle_words[] = { "adaptive", "spin", "block", NULL };
 
 enum key_id {
 	K_NAME, K_DEVICE, K_REGION, K_HUGE, K_CONNECT, K_VIEW, K_COPY,
 	K_PAYLOAD, K_WINDOW, K_BLOCK, K_HEARTBEAT, K_SUSPECT, K_KEY, K_STATS,
-	K_COUNT
+	K_IDLE, K_SPIN, K_SPIN_MAX, K_COUNT
 };
 
 static const struct key_def keys[K_COUNT] = {
@@ -87,6 +91,14 @@ static const struct key_def keys[K_COUNT] = {
 	/* Where a member writes its counters every second (group/stats.c);
 	 * "%u" stands for the member's id, so one file serves the group. */
 	[K_STATS] = { "group", "stats_file", KIND_PATH, .id_pattern = true },
+	/* What the progress thread does with no work (sst_idle_policy, in
+	 * the order of idle_words), and its spin window (sst_options). */
+	[K_IDLE] = { "sst", "idle", KIND_CHOICE, .choices = idle_words,
+		     .def = 0 },
+	[K_SPIN] = { "sst", "spin_us", KIND_UINT, .min = 1, .max = 1000000,
+		     .def = 50 },
+	[K_SPIN_MAX] = { "sst", "spin_max_us", KIND_UINT, .min = 1,
+			 .max = 10000000, .def = 20000 },
 };
 
 static const char *const sections[] = { "group", "smc", "rdmc", "sst" };
@@ -327,6 +339,27 @@ static int check_string(struct loader *ld, int k, const struct origin *o,
 	return 0;
 }
 
+/* One of a key's words: its index goes in dst->num. */
+static int check_choice(struct loader *ld, int k, const struct origin *o,
+			const char *path, const char *s, struct slot *dst)
+{
+	const char *const *w = keys[k].choices;
+	char list[128], q[128];
+	size_t at = 0;
+
+	for (int i = 0; w[i]; i++)
+		if (!strcmp(s, w[i])) {
+			dst->num = i;
+			return 0;
+		}
+	list[0] = '\0';
+	for (int i = 0; w[i] && at < sizeof(list); i++)
+		at += (size_t)snprintf(list + at, sizeof(list) - at, "%s\"%s\"",
+				       i ? (w[i + 1] ? ", " : " or ") : "", w[i]);
+	return fail(ld, o, path, "must be %s (got \"%s\")", list,
+		    quoted(q, sizeof(q), s));
+}
+
 /* A stats_file pattern: '%' only in one "%u", and a file name after the
  * last '/'. Returns NULL or what is wrong. */
 static const char *pattern_error(const char *s)
@@ -443,6 +476,13 @@ static int read_setting(struct loader *ld, int k, const struct origin *o,
 				    type_name(type));
 		rc = check_path_setting(ld, k, o, path,
 					 config_setting_get_string(s), &v);
+		break;
+	case KIND_CHOICE:
+		if (type != CONFIG_TYPE_STRING)
+			return fail(ld, o, path, "must be a string (got %s)",
+				    type_name(type));
+		rc = check_choice(ld, k, o, path, config_setting_get_string(s),
+				  &v);
 		break;
 	case KIND_BOOL:
 		if (type != CONFIG_TYPE_BOOL)
@@ -881,6 +921,9 @@ static int apply_set(struct loader *ld, const char *arg)
 	case KIND_PATH:
 		rc = check_path_setting(ld, k, &o, path, value, &v);
 		break;
+	case KIND_CHOICE:
+		rc = check_choice(ld, k, &o, path, value, &v);
+		break;
 	case KIND_BOOL:
 		if (strcmp(value, "true") && strcmp(value, "false"))
 			return fail(ld, &o, path,
@@ -1035,6 +1078,9 @@ static void fill(const struct loader *ld, struct group_config *c)
 	c->rdmc_block_size = (uint64_t)ld->slot[K_BLOCK].num;
 	c->sst_heartbeat_ms = (uint32_t)ld->slot[K_HEARTBEAT].num;
 	c->sst_suspect_timeout_ms = (uint32_t)ld->slot[K_SUSPECT].num;
+	c->sst_idle = (uint32_t)ld->slot[K_IDLE].num;
+	c->sst_spin_us = (uint32_t)ld->slot[K_SPIN].num;
+	c->sst_spin_max_us = (uint32_t)ld->slot[K_SPIN_MAX].num;
 	snprintf(c->key_file, sizeof(c->key_file), "%s", ld->slot[K_KEY].path);
 	snprintf(c->stats_file, sizeof(c->stats_file), "%s",
 		 ld->slot[K_STATS].path);

@@ -106,6 +106,10 @@ static int start_rdmc(struct group *g, struct squall_error *err)
 				 &g->v.rg, err);
 }
 
+/* sst.idle's words are the policies in order (group/config.c). */
+_Static_assert(SST_IDLE_POLICY_ADAPTIVE == 0 && SST_IDLE_POLICY_SPIN == 1 &&
+	       SST_IDLE_POLICY_BLOCK == 2, "sst.idle no longer maps 1:1");
+
 static int start_sst(struct group *g, struct squall_error *err)
 {
 	struct sst_options so = {
@@ -119,6 +123,9 @@ static int start_sst(struct group *g, struct squall_error *err)
 		.seed = g->vcfg.epoch,
 		.heartbeat_ms = g->vcfg.sst_heartbeat_ms,
 		.suspect_timeout_ms = g->vcfg.sst_suspect_timeout_ms,
+		.idle = (enum sst_idle_policy)g->vcfg.sst_idle,
+		.spin_us = g->vcfg.sst_spin_us,
+		.spin_max_us = g->vcfg.sst_spin_max_us,
 	};
 	int r;
 

@@ -53,6 +53,10 @@ struct group_config {
 
 	uint32_t sst_heartbeat_ms;          /* sst.heartbeat_ms */
 	uint32_t sst_suspect_timeout_ms;    /* sst.suspect_timeout_ms */
+	uint32_t sst_idle;                  /* sst.idle: 0 adaptive, 1 spin,
+					       2 block */
+	uint32_t sst_spin_us;               /* sst.spin_us */
+	uint32_t sst_spin_max_us;           /* sst.spin_max_us */
 
 	/* group.key_file (resolved against the directory of the file that
 	 * names it; "" when unset) and the key read from it. With a key,

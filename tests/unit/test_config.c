@@ -611,6 +611,34 @@ static void test_node_bad(void **state)
 	assert_string_equal(err.msg, want);
 }
 
+/* sst.idle: one of three words, adaptive by default; its spin window. */
+static void test_idle_policy(void **state)
+{
+	struct group_config cfg;
+	struct squall_error err;
+	const char *spin[] = { "sst.idle=spin", "sst.spin_us=10",
+			       "sst.spin_max_us=500" };
+	const char *bad[] = { "sst.idle=sleepy" };
+
+	(void)state;
+	assert_int_equal(load_with(NULL, NULL, 0, &cfg, &err), 0);
+	assert_int_equal(cfg.sst_idle, 0);
+	assert_int_equal(cfg.sst_spin_us, 50);
+	assert_int_equal(cfg.sst_spin_max_us, 20000);
+	assert_int_equal(load_with(NULL, spin, 3, &cfg, &err), 0);
+	assert_int_equal(cfg.sst_idle, 1);
+	assert_int_equal(cfg.sst_spin_us, 10);
+	assert_int_equal(cfg.sst_spin_max_us, 500);
+	assert_int_equal(load_with("sst = { idle = \"block\"; };\n", NULL, 0,
+				   &cfg, &err), 0);
+	assert_int_equal(cfg.sst_idle, 2);
+	assert_int_equal(load_with(NULL, bad, 1, &cfg, &err), -EINVAL);
+	assert_string_equal(err.msg, "--set sst.idle=sleepy: sst.idle: must be "
+			    "\"adaptive\", \"spin\" or \"block\" (got \"sleepy\")");
+	expect_bad("smc = {", "sst = { idle = 1; };\nsmc = {",
+		   "%s:5: sst.idle: must be a string (got an integer)");
+}
+
 static void test_set_override(void **state)
 {
 	static const char node[] = "group = { device = \"mlx5_0\"; };\n";
@@ -1009,6 +1037,7 @@ int main(void)
 		cmocka_unit_test(test_node_override),
 		cmocka_unit_test(test_node_bad),
 		cmocka_unit_test(test_set_override),
+		cmocka_unit_test(test_idle_policy),
 		cmocka_unit_test(test_key_file),
 		cmocka_unit_test(test_stats_file),
 		cmocka_unit_test(test_byte_order_mark),
