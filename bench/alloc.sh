@@ -34,12 +34,18 @@ run() {
         sed -n 's/.* ns=\([0-9.]*\) mops=\([0-9.]*\)$/\1 \2/p'
 }
 
+. "${SRC:-$(cd "$(dirname "$0")/.." && pwd)}/bench/lib/csv.sh"
+csv_dir alloc
+
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
 configs="64:64 256:256 1024:1024 4096:4096 16384:16384 65536:65536 64:4096 64:65536"
 printf '%-12s %3s | %10s %10s %11s | %9s %9s %9s | %9s %11s\n' \
     sizes thr squall_ns malloc_ns jemalloc_ns sq_Mops mal_Mops je_Mops vs_malloc vs_jemalloc
 printf '%s\n' "----------------------------------------------------------------------------------------------------------------"
+# alloc.csv: the table; the size range is size_lo..size_hi (equal: one size).
+csv_header alloc size_lo_bytes size_hi_bytes threads squall_ns malloc_ns jemalloc_ns \
+    squall_Mops_per_s malloc_Mops_per_s jemalloc_Mops_per_s vs_malloc vs_jemalloc
 for t in 1 2; do
     for c in $configs; do
         lo=${c%:*}
@@ -68,6 +74,12 @@ for t in 1 2; do
             -v mc="${mops[jemalloc]}" 'BEGIN {
             printf "%-12s %3s | %10.2f %10.2f %11.2f | %9.2f %9.2f %9.2f | %9.2f %11.2f\n",
                 l, t, a, b, c, ma, mb, mc, b / a, c / a }'
+        read -ra row < <(awk -v lo="$lo" -v hi="$hi" -v t="$t" -v a="${ns[squall]}" \
+            -v b="${ns[malloc]}" -v c="${ns[jemalloc]}" -v ma="${mops[squall]}" \
+            -v mb="${mops[malloc]}" -v mc="${mops[jemalloc]}" 'BEGIN {
+            printf "%s %s %s %.2f %.2f %.2f %.2f %.2f %.2f %.2f %.2f\n",
+                lo, hi, t, a, b, c, ma, mb, mc, b / a, c / a }')
+        csv_row alloc "${row[@]}"
         if [ "$t" = 1 ] && [ "$c" = 64:4096 ]; then
             head_sq=${ns[squall]} head_mal=${ns[malloc]} head_je=${ns[jemalloc]}
         fi

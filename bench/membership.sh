@@ -64,6 +64,7 @@ view_of() {
 }
 
 rows=()
+csv_rows=()
 view_ms=()
 lost=0 dups=0 violations=0
 for r in $(seq 1 "$ROUNDS"); do
@@ -129,6 +130,10 @@ for r in $(seq 1 "$ROUNDS"); do
             $(( $(view_of "$f" "$members") - since )) "$(val0 "$f" RESULT view_change_ms)" \
             "$(val0 "$f" RESULT sent)" "$(val0 "$f" RESULT delivered)" "$(val0 "$f" STATS resent)" \
             "$(val0 "$f" RESULT dup)" "$(val0 "$f" RESULT gap)" "$(val0 "$f" RESULT bad)")")
+        csv_rows+=("$(printf '%q ' "$r" "$k" "$i" $(( $(view_of "$f" "$members") - since )) \
+            "$(val0 "$f" RESULT view_change_ms)" "$(val0 "$f" RESULT sent)" \
+            "$(val0 "$f" RESULT delivered)" "$(val0 "$f" STATS resent)" \
+            "$(val0 "$f" RESULT dup)" "$(val0 "$f" RESULT gap)" "$(val0 "$f" RESULT bad)")")
     done
     echo "# round $r ($k: member $VICTIM${POINT:+ at $POINT}${LEAVER:+, member $LEAVER leaving}): view change $last ms (last survivor), lost $LOST, duplicated $DUPS, gaps $GAPS, damaged $BAD, vs_check violations $v"
 done
@@ -139,6 +144,14 @@ echo
 echo "Membership: a member of $N dies while all stream at $RATE msgs/s each ($SETS)"
 printf "%-16s %-7s %10s %10s %8s %10s %7s %5s %5s %5s\n" round member death_to_ms wedge_ms sent delivered resent dup gap bad
 printf '%s\n' "${rows[@]}"
+# membership.csv: the table, one row per survivor of each round.
+. "$SRC/bench/lib/csv.sh"
+csv_dir membership
+csv_header membership round kind member death_to_view_ms wedge_to_installed_ms sent delivered \
+    resent dup gap bad
+for row in "${csv_rows[@]}"; do
+    eval "csv_row membership $row"
+done
 printf "%-44s %s\n" "view change per round, ms (last survivor)" "${view_ms[*]}"
 printf "%-44s %s\n" "view change, median of rounds, ms" "$med"
 printf "%-44s %s\n" "messages of live senders lost (all rounds)" "$lost"

@@ -12,6 +12,8 @@ A2=10.77.0.2
 SIZES="64 4096 65536 1048576"
 OUT=$(mktemp -d /tmp/squall-bench-rdma.XXXXXX)
 . "$SRC/bench/lib/common.sh"
+. "$SRC/bench/lib/csv.sh"
+csv_dir rdma_ping
 
 X1=$(gid_index $A1)
 X2=$(gid_index $A2)
@@ -89,7 +91,10 @@ done
 echo
 echo "rdma_ping vs perftest on $DEV, same VM run (MB/s of 2^20 bytes; latency = median half round trip)"
 printf "%10s %14s %16s %14s %16s\n" bytes rdma_ping_us ib_write_lat_us rdma_ping_MBps ib_write_bw_MBps
+# rdma_ping.csv: the table (latency: median half round trip; MB = 2^20 bytes).
+csv_header rdma_ping size_bytes rdma_ping_lat_us ib_write_lat_us rdma_ping_MBps ib_write_bw_MBps
 for s in $SIZES; do
     printf "%10s %14s %16s %14s %16s\n" "$s" "${LAT[$s]}" "${PLAT[$s]}" "${BW[$s]}" "${PBW[$s]}"
+    csv_row rdma_ping "$s" "${LAT[$s]}" "${PLAT[$s]}" "${BW[$s]}" "${PBW[$s]}"
 done
 echo "SUMMARY rdma_ping lat64_us=${LAT[64]} ib_write_lat_us=${PLAT[64]} bw1m_MBps=${BW[1048576]} ib_write_bw_MBps=${PBW[1048576]}"

@@ -30,6 +30,8 @@ OUT=$(mktemp -d /tmp/squall-bench-rdmc.XXXXXX)
 SCRATCH=$(mktemp -d /dev/shm/squall-bench-rdmc.XXXXXX 2>/dev/null ||
     mktemp -d /tmp/squall-bench-rdmc-scratch.XXXXXX)
 . "$SRC/bench/lib/common.sh"
+. "$SRC/bench/lib/csv.sh"
+csv_dir rdmc
 trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$SCRATCH"' EXIT
 trap 'exit 130' INT TERM
 [ -x "$MPIB" ] || { echo "bench/rdmc: $MPIB not built (install libopenmpi-dev)" >&2; exit 1; }
@@ -193,6 +195,9 @@ echo "RDMC vs MPI_Bcast, same VM run (MB = 2^20 bytes; aggregate = bytes deliver
 echo "link: ib_write_bw best of -q 1/-q 3 (-t 16, 1 MiB) = ${best_link:-missing} MB/s; TCP: iperf3 one stream $A1 -> $A2 = ${tcp_link:-missing} MB/s"
 echo "MPI: all ranks local in the VM, btl tcp on veth0; its connections went to ${mpi_addrs:-unknown} (btl tcp takes an interface's first address: no per-rank address on one veth0)"
 printf "%9s %9s %14s %16s %14s %16s\n" receivers size_MiB rdmc_ms/msg rdmc_agg_MBps mpi_ms/msg mpi_agg_MBps
+# rdmc.csv: the table, with the two links it is judged against on every row.
+csv_header rdmc receivers size_MiB rdmc_ms_per_msg rdmc_agg_MBps mpi_ms_per_msg mpi_agg_MBps \
+    link_ib_write_bw_MBps tcp_link_iperf3_MBps
 for r in 1 2 3; do
     for s in ${SIZES//,/ }; do
         row=()
@@ -201,6 +206,7 @@ for r in 1 2 3; do
             row+=("${v:--}")
         done
         printf "%9s %9s %14s %16s %14s %16s\n" "$r" "$s" "${row[@]}"
+        csv_row rdmc "$r" "$s" "${row[@]}" "$best_link" "$tcp_link"
     done
 done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -49,6 +49,17 @@ for n in 1000 100000; do
     done
 done
 
+. "$SRC/bench/lib/csv.sh"
+csv_dir regcache
+# regcache.csv: the table, one row per entry count, UCX's columns beside
+# squall's; the part on real verbs adds regcache_rdma_*.csv to the folder.
+csv_header regcache entries squall_hit_ns squall_hit_ns_median squall_insert_ns_noop_register \
+    ucx_hit_ns ucx_hit_ns_median ucx_insert_ns_noop_register
+for n in 1000 100000; do
+    csv_row regcache "$n" "${hit[squall.$n]}" "${med[squall.$n]}" "${ins[squall.$n]}" \
+        "${hit[ucx.$n]}" "${med[ucx.$n]}" "${ins[ucx.$n]}"
+done
+export BENCH_CSV_DIR=$CSV_DIR
 printf '%-8s %10s %10s %14s %26s\n' cache entries hit_ns hit_ns_median insert_ns_noop_register
 for n in 1000 100000; do
     for impl in squall ucx; do

@@ -26,13 +26,24 @@ for p in "${pids[@]}"; do
     wait "$p" || { echo "a member failed:" >&2; cat "$out"/*.err >&2; exit 1; }
 done
 pids=()
+# regcache_rdma_miss.csv and regcache_rdma_send.csv: the two tables.
+. "$(dirname "$0")/lib/csv.sh"
+csv_dir regcache_rdma
+csv_header regcache_rdma_miss size_bytes cache_miss_us ibv_reg_mr_us hit_ns
+csv_header regcache_rdma_send size_bytes zero_copy_rtt_us copy_rtt_us
 printf '%-10s %14s %14s %10s\n' size cache_miss_us ibv_reg_mr_us hit_ns
 sed -n 's/^miss size=\([0-9]*\) cache_us=\([0-9.]*\) reg_mr_us=\([0-9.]*\) hit_ns=\([0-9]*\)/\1 \2 \3 \4/p' "$out/1.out" |
-    while read -r s a b h; do printf '%-10s %14s %14s %10s\n' "$s" "$a" "$b" "$h"; done
+    while read -r s a b h; do
+        printf '%-10s %14s %14s %10s\n' "$s" "$a" "$b" "$h"
+        csv_row regcache_rdma_miss "$s" "$a" "$b" "$h"
+    done
 echo
 printf '%-10s %16s %12s\n' size zero_copy_rtt_us copy_rtt_us
 sed -n 's/^send size=\([0-9]*\) zero_copy_us=\([0-9.]*\) copy_us=\([0-9.]*\)/\1 \2 \3/p' "$out/1.out" |
-    while read -r s a b; do printf '%-10s %16s %12s\n' "$s" "$a" "$b"; done
+    while read -r s a b; do
+        printf '%-10s %16s %12s\n' "$s" "$a" "$b"
+        csv_row regcache_rdma_send "$s" "$a" "$b"
+    done
 echo "(medians of $ITERS; miss = regcache_get of freshly mapped, faulted-in memory; rtt = SEND + 64-byte answer)"
 miss1m=$(sed -n 's/^miss size=1048576 cache_us=\([0-9.]*\) reg_mr_us=\([0-9.]*\).*/\1 \2/p' "$out/1.out")
 # the smallest size from which the zero-copy send is no slower than the copy

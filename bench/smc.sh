@@ -47,6 +47,8 @@ OUT=$(mktemp -d /tmp/squall-bench-smc.XXXXXX)
 SCRATCH=$(mktemp -d /dev/shm/squall-bench-smc.XXXXXX 2>/dev/null ||
     mktemp -d /tmp/squall-bench-smc-scratch.XXXXXX)
 . "$SRC/bench/lib/common.sh"
+. "$SRC/bench/lib/csv.sh"
+csv_dir smc
 trap 'for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done; rm -rf "$SCRATCH"' EXIT
 trap 'exit 130' INT TERM
 echo "# logs: $OUT"
@@ -147,6 +149,8 @@ echo "perftest: ib_write_bw MsgRate x 1e6, one QP $A2 -> $A1, -D $PF_SECS, bette
 echo "msgs/s: throughput run, ${SECS} s of sends as fast as the window allows (lease batch $BATCH), lowest over the receiving members;"
 echo "latency: separate paced run, one message in flight per sender, $LATN messages per sender, send to delivery at every member (all members' deliveries)"
 printf "%6s %8s %14s %14s %7s %9s %9s\n" size senders smc_msgs/s perftest_msgs/s ratio p50_us p99_us
+# smc.csv: the table; p50/p99 are the paced run's, the rest the throughput run's.
+csv_header smc size_bytes senders smc_msgs_per_s perftest_msgs_per_s ratio p50_us p99_us
 for s in ${SIZES//,/ }; do
     for k in 1 $N; do
         a=$(tput "$s" "$k")
@@ -157,6 +161,7 @@ for s in ${SIZES//,/ }; do
         [ -n "$a" ] || missing+=("msgs/s size $s senders $k")
         [ -n "$l" ] || missing+=("latency size $s senders $k")
         printf "%6s %8s %14s %14s %7s %9s %9s\n" "$s" "$k" "${a:--}" "${p:--}" "$ratio" ${l:--  -}
+        csv_row smc "$s" "$k" "$a" "$p" "$ratio" ${l:--  -}
     done
 done
 first=${SIZES%%,*}

@@ -16,6 +16,8 @@ A2=10.77.0.2
 ITERS=${SST_BENCH_ITERS:-2000}
 OUT=$(mktemp -d /tmp/squall-bench-sst.XXXXXX)
 . "$SRC/bench/lib/common.sh"
+. "$SRC/bench/lib/csv.sh"
+csv_dir sst
 
 
 # perftest TOOL PORT ARGS...: server on A2's GID, client on A1's GID
@@ -110,6 +112,22 @@ ratio=$(awk -v a="$busy" -v b="$ib" 'BEGIN { printf "%.2f", a / b }')
 echo
 echo "SST vs ib_write_lat on $DEV, same VM run (8-byte column; latency = half round trip, median)"
 printf "%-44s %s\n" measure value
+# sst_rounds.csv: the alternating latency rounds; sst.csv: the table's
+# single figures, one row per measure (the unit is in its name).
+csv_header sst_rounds round sst_push_seen_us sst_push_seen_never_sleeping_us \
+    ib_write_lat_typical_us ib_write_lat_avg_us
+for ((r = 0; r < ROUNDS; r++)); do
+    csv_row sst_rounds $((r + 1)) "${sst_lat[$r]:-}" "${spin_lat[$r]:-}" "${ib_lat[$r]:-}" "${ib_avg[$r]:-}"
+done
+csv_header sst measure value
+for kv in "push_seen_busy_median_us=$busy" "push_seen_never_sleeping_median_us=$spin" \
+    "ib_write_lat_typical_median_us=$ib" "push_seen_wake_median_us=$wake" \
+    "push_seen_wake_p99_us=$wake_p99" "member1_sleeps_during_wake_test=$sleeps" \
+    "pushes_per_s=$pps" "rdma_writes_per_s=$wps" "idle_cpu_pct_member1=$idle1" \
+    "idle_cpu_pct_member2=$idle2" "placements_pushes=$placed" "placement_violations=$pviol" \
+    "validate_segment_ns=$vns"; do
+    csv_row sst "${kv%%=*}" "${kv#*=}"
+done
 printf "%-44s %s\n" "push seen by peer, busy, per round us" "${sst_lat[*]}"
 printf "%-44s %s\n" "same, never sleeping (spin 1 s), per round" "${spin_lat[*]}"
 printf "%-44s %s\n" "ib_write_lat -s 8 t_typical, per round us" "${ib_lat[*]}"
