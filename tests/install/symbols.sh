@@ -26,6 +26,19 @@ fail() { echo "FAIL: $*"; exit 1; }
 wrong() { echo "WRONG: $*"; bad=1; }
 # Lines of file $2 not in file $1 (both sorted), as one line.
 missing_from() { comm -13 "$1" "$2" | paste -sd ' ' -; }
+# same_lines A B OK WHAT ONLY_A ONLY_B: the sorted files A and B hold the
+# same lines (echo OK), or WRONG names what each holds that the other does
+# not ("WHAT: ONLY_A: ...; ONLY_B: ...").
+same_lines() {
+    local a b
+    if cmp -s "$1" "$2"; then
+        echo "$3"
+        return
+    fi
+    a=$(missing_from "$2" "$1")
+    b=$(missing_from "$1" "$2")
+    wrong "$4: $5: ${a:-none}; $6: ${b:-none}"
+}
 
 meson install -C "$build" --no-rebuild --quiet --destdir "$root" >"$tmp/install.log" 2>&1 ||
     { cat "$tmp/install.log"; fail "meson install failed"; }
@@ -35,13 +48,9 @@ incdir=$(find "$root" -type d -path '*/include/squall' | head -n1)
 [ -n "$incdir" ] || fail "no include/squall installed under $root"
 (cd "$incdir" && find . -mindepth 1 -printf '%P\n' | sort) >"$tmp/headers.installed"
 tr ' ' '\n' <<<"$api_headers" | sort >"$tmp/headers.api"
-if cmp -s "$tmp/headers.api" "$tmp/headers.installed"; then
-    echo "headers: ${incdir#$root} holds the API's: $(paste -sd ' ' - <"$tmp/headers.installed")"
-else
-    m=$(missing_from "$tmp/headers.installed" "$tmp/headers.api")
-    x=$(missing_from "$tmp/headers.api" "$tmp/headers.installed")
-    wrong "${incdir#$root}: API headers not installed: ${m:-none}; installed but not API: ${x:-none}"
-fi
+same_lines "$tmp/headers.api" "$tmp/headers.installed" \
+    "headers: ${incdir#$root} holds the API's: $(paste -sd ' ' - <"$tmp/headers.installed")" \
+    "${incdir#$root}" "API headers not installed" "installed but not API"
 for h in $internal_headers; do
     f=$(find "$root" -name "$h" | head -n1)
     [ -z "$f" ] || wrong "internal header $h is installed as ${f#$root}"
@@ -92,13 +101,10 @@ check_lib() {
           print s }
         END { exit bad }' "$tmp/$name.nm" 2>"$tmp/$name.odd" | sort >"$tmp/$name.exported" || {
         cat "$tmp/$name.odd"; bad=1; }
-    if cmp -s "$tmp/$name.map" "$tmp/$name.exported"; then
-        echo "$name: ${lib#$root} exports $(wc -l <"$tmp/$name.exported") calls in $node, as $(basename "$map") lists"
-    else
-        m=$(missing_from "$tmp/$name.exported" "$tmp/$name.map")
-        x=$(missing_from "$tmp/$name.map" "$tmp/$name.exported")
-        wrong "${lib#$root} against $(basename "$map"): listed but not exported: ${m:-none}; exported but not listed: ${x:-none}"
-    fi
+    same_lines "$tmp/$name.map" "$tmp/$name.exported" \
+        "$name: ${lib#$root} exports $(wc -l <"$tmp/$name.exported") calls in $node, as $(basename "$map") lists" \
+        "${lib#$root} against $(basename "$map")" \
+        "listed but not exported" "exported but not listed"
 
     # Declared: what gcc sees in each installed header on its own, that
     # header's own lines, less static (inline) functions.
@@ -120,13 +126,10 @@ check_lib() {
     done
     sort -u -o "$tmp/$name.declared" "$tmp/$name.declared"
     [ -s "$tmp/$name.declared" ] || wrong "found no function declared in $*"
-    if cmp -s "$tmp/$name.map" "$tmp/$name.declared"; then
-        echo "$name: the installed headers ($*) declare $(wc -l <"$tmp/$name.declared") calls, as $(basename "$map") lists"
-    else
-        m=$(missing_from "$tmp/$name.map" "$tmp/$name.declared")
-        x=$(missing_from "$tmp/$name.declared" "$tmp/$name.map")
-        wrong "$(basename "$map") against the installed headers ($*): declared but not listed: ${m:-none}; listed but not declared: ${x:-none}"
-    fi
+    same_lines "$tmp/$name.declared" "$tmp/$name.map" \
+        "$name: the installed headers ($*) declare $(wc -l <"$tmp/$name.declared") calls, as $(basename "$map") lists" \
+        "$(basename "$map") against the installed headers ($*)" \
+        "declared but not listed" "listed but not declared"
 }
 
 command -v gcc >/dev/null || fail "gcc is needed (its -aux-info lists the headers' declarations)"

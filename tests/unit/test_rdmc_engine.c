@@ -140,6 +140,7 @@ static struct world {
 } W;
 
 static struct rdma_sq_mr grant_mr = { 0x5a5a };
+static bool trace;              /* TEST_RDMC_TRACE, read once */
 
 static uint64_t rnd(void)
 {
@@ -322,7 +323,7 @@ int rdma_sq_send(struct rdma_sq_node *node, uint32_t peer,
 	o.from = sg[0].ptr;
 	o.len = sg[0].len;
 	r = post(node, peer, &o, err);
-	if (getenv("TEST_RDMC_TRACE")) {
+	if (trace) {
 		struct rdmc_ctl t = { 0 };
 
 		rdmc_ctl_decode(o.from, o.len, &t);
@@ -409,7 +410,7 @@ static void deliver(unsigned s, unsigned d)
 	struct recv *r = dm->rq[s];
 	struct rdma_sq_wc wc = { .peer = s, .status_text = "success" };
 
-	if (getenv("TEST_RDMC_TRACE")) {
+	if (trace) {
 		struct rdmc_ctl c = { 0 };
 
 		if (o->kind == OP_SEND)
@@ -636,7 +637,7 @@ static bool app_expect(unsigned r)
 		 * once the sender cancels. */
 		int rr = rdmc_expect(m->g, x->id, cand[nc][0], x->size, &err);
 
-		if (getenv("TEST_RDMC_TRACE"))
+		if (trace)
 			printf("expect %u %#lx -> %d %s\n", r, (unsigned long)x->id, rr, err.msg);
 	}
 	return true;
@@ -937,12 +938,13 @@ static void test_schedules(void **state)
 {
 	const char *env = getenv("TEST_RDMC_SEEDS");
 	unsigned seeds = env ? (unsigned)strtoul(env, NULL, 0) : 2000;
+	const char *first = getenv("TEST_RDMC_FIRST");
+	unsigned s0 = first ? (unsigned)strtoul(first, NULL, 0) : 1;
 	unsigned bad = 0, with_deaths = 0;
 	uint64_t steps = 0;
 
 	(void)state;
-	const char *first = getenv("TEST_RDMC_FIRST");
-	unsigned s0 = first ? (unsigned)strtoul(first, NULL, 0) : 1;
+	trace = getenv("TEST_RDMC_TRACE") != NULL;
 
 	for (unsigned s = s0; s < s0 + seeds; s++) {
 		unsigned k;
