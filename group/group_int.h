@@ -658,6 +658,12 @@ void group_drain(struct group *g);
  * them without an upcall: group_early_p2p_free. */
 bool group_early_p2p_deliver(struct group *g);
 void group_early_p2p_free(struct group *g);
+/* p2p.c: a point-to-point send's completion (its wr_id tag
+ * GROUP_WR_P2P), and a decoded point-to-point message from member rank;
+ * both on the progress thread (or the drain once it stopped). */
+struct wire_msg;
+void group_p2p_done(struct group *g, const struct rdma_sq_wc *wc);
+void group_p2p_receive(struct group *g, uint32_t rank, const struct wire_msg *m);
 int group_smc_setup(struct group *g, struct squall_error *err);
 int group_rings_exchange(struct group *g, struct squall_error *err);
 

@@ -118,23 +118,6 @@ const struct smc_core_ops group_smc_ops = {
 
 /* ---- dispatch hooks ----------------------------------------------------- */
 
-/* A point-to-point SEND completed: its header object holds the lease. */
-static void p2p_done(struct group *g, const struct rdma_sq_wc *wc)
-{
-	uint8_t *hdr = (uint8_t *)g->base + (wc->wr_id & ((1ull << 48) - 1));
-	struct buf_desc d;
-
-	int rank = group_config_member_index(&g->vcfg, wc->peer);
-
-	memcpy(&d, hdr + 32, sizeof(d));
-	alloc_complete(g->a, &d);
-	alloc_obj_delete(g->a, hdr);
-	if (rank >= 0)
-		atomic_fetch_sub(&g->v.p2p_inflight[rank], 1);
-	/* A failed send means a failed peer: the SST suspects it and a view
-	 * change follows; the message is lost with the connection. */
-}
-
 /* A completion of one of the group's requests (or RDMC's), by the tag of
  * its wr_id. Progress thread, or the drain once it stopped. */
 static bool take_wc(struct group *g, const struct rdma_sq_wc *wc)
@@ -156,7 +139,7 @@ static bool take_wc(struct group *g, const struct rdma_sq_wc *wc)
 		return true;
 	}
 	if (tag == GROUP_WR_P2P) {
-		p2p_done(g, wc);
+		group_p2p_done(g, wc);
 		return true;
 	}
 	if (g->v.e && rdmc_engine_handle_wc(g->v.e, wc))
@@ -242,67 +225,8 @@ static bool on_message(void *arg, uint32_t rank, const void *buf, uint32_t len)
 			   r ? err.msg : "not a point-to-point message");
 		return true;
 	}
-	atomic_fetch_add(&g->st_p2p_received, 1);
-	if (!g->cb.p2p_receive)
-		return true;
-	/* Not during set-up: the application does not have its group
-	 * yet. Kept (the receive buffer is posted again on return) until
-	 * the view is live. */
-	if (!atomic_load_explicit(&g->ready, memory_order_acquire)) {
-		struct group_early_p2p *e = malloc(sizeof(*e) + m.payload_len);
-
-		if (!e) {
-			group_fail(g, -ENOMEM, "out of memory keeping a "
-				   "point-to-point message from member %u",
-				   g->v.ids[rank]);
-			return true;
-		}
-		e->next = NULL;
-		e->sender = g->v.ids[rank];
-		e->len = m.payload_len;
-		memcpy(e->payload, m.payload, m.payload_len);
-		if (!g->early_p2p_tail)
-			g->early_p2p_tail = &g->early_p2p;
-		*g->early_p2p_tail = e;
-		g->early_p2p_tail = &e->next;
-		return true;
-	}
-	group_early_p2p_deliver(g);
-	g->cb.p2p_receive(g->ctx, g->v.ids[rank],
-			  &(struct buf_desc){ (void *)m.payload,
-					      m.payload_len });
+	group_p2p_receive(g, rank, &m);
 	return true;
-}
-
-bool group_early_p2p_deliver(struct group *g)
-{
-	struct group_early_p2p *e;
-	bool any = g->early_p2p != NULL;
-
-	group_assert_progress(g);
-
-	while ((e = g->early_p2p)) {
-		g->early_p2p = e->next;
-		if (!g->early_p2p)
-			g->early_p2p_tail = &g->early_p2p;
-		g->cb.p2p_receive(g->ctx, e->sender,
-				  &(struct buf_desc){ e->payload, e->len });
-		free(e);
-	}
-	return any;
-}
-
-void group_early_p2p_free(struct group *g)
-{
-	struct group_early_p2p *e;
-
-	group_assert_no_progress(g);
-
-	while ((e = g->early_p2p)) {
-		g->early_p2p = e->next;
-		free(e);
-	}
-	g->early_p2p_tail = &g->early_p2p;
 }
 
 static void drain_wc(void *arg, const struct rdma_sq_wc *wc)

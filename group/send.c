@@ -2,7 +2,8 @@
  * send.c - the sends: ordered messages (small ones straight into SMC,
  * large ones announced in the SMC stream and handed to the progress
  * thread, which owns the RDMC engine), the messages of an ended view sent
- * again, point-to-point messages, and the release of kept deliveries.
+ * again, and the release of kept deliveries (point-to-point messages are
+ * p2p.c's).
  *
  * Application threads only post: a small send goes into SMC, which posts
  * the RDMA writes from the caller's thread when the pipeline has room.
@@ -363,101 +364,6 @@ int group_send_copy(struct group *g, const void *ptr, size_t len,
 		alloc_release(g->a, &d);
 	else
 		atomic_fetch_add(&g->st_copies, 1);
-	return r;
-}
-
-/* ---- point to point --------------------------------------------------------- */
-
-size_t group_p2p_max(const struct group *g)
-{
-	(void)g;
-	return GROUP_RECV_BUF - WIRE_HDR_LEN;
-}
-
-static int p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
-		    struct squall_error *err)
-{
-	int r, rank = group_config_member_index(&g->vcfg, member);
-	struct rdma_sq_sge sg[2];
-	uint8_t *hdr;
-	int hlen;
-
-	group_assert_in_view(g);
-	squall_error_clear(err);
-	if ((r = group_failed(g, err)))
-		return r;
-	if (rank < 0 || (uint32_t)rank == g->v.me)
-		return squall_error_set(err, -ENOENT, "member %u: %u is not "
-			"another member of the view", g->my_id, member);
-	if (!d || !d->ptr || !alloc_owns(g->a, d->ptr, d->len))
-		return squall_error_set(err, -EINVAL, "member %u: the buffer is "
-			"not inside this member's region", g->my_id);
-	if (d->len > group_p2p_max(g))
-		return squall_error_set(err, -EMSGSIZE, "member %u: a "
-			"point-to-point message of %zu bytes is larger than "
-			"%zu", g->my_id, d->len, group_p2p_max(g));
-	if (!rdma_sq_peer_alive(g->v.node, member))
-		return squall_error_set(err, -ENOTCONN, "member %u: member %u "
-			"is not connected: %s", g->my_id, member,
-			rdma_sq_peer_error(g->v.node, member));
-	if (atomic_fetch_add(&g->v.p2p_inflight[rank], 1) >=
-	    GROUP_P2P_INFLIGHT) {
-		atomic_fetch_sub(&g->v.p2p_inflight[rank], 1);
-		return squall_error_set(err, -EAGAIN, "member %u: %u "
-			"point-to-point messages to member %u are still in "
-			"flight", g->my_id, GROUP_P2P_INFLIGHT, member);
-	}
-	hdr = alloc_obj_new(g->a, 64);
-	if (!hdr) {
-		atomic_fetch_sub(&g->v.p2p_inflight[rank], 1);
-		return squall_error_set(err, -ENOMEM, "member %u: no room for a "
-					"message header", g->my_id);
-	}
-	hlen = wire_encode(hdr, 32, WIRE_MSG_P2P, 0, NULL, 0,
-			   (uint32_t)d->len, err);
-	/* Test hook: a member that misbehaves sends what nobody can read. */
-	if (hlen > 0 && squall_hook_fail("p2p_garbage"))
-		memset(hdr, 0xa5, (size_t)hlen);
-	r = hlen < 0 ? hlen : alloc_submit(g->a, d);
-	if (r) {
-		atomic_fetch_sub(&g->v.p2p_inflight[rank], 1);
-		alloc_obj_delete(g->a, hdr);
-		return squall_error_set(err, -EINVAL, "member %u: the buffer at "
-			"%p is not a lease ready to send", g->my_id, d->ptr);
-	}
-	memcpy(hdr + 32, d, sizeof(*d));
-	sg[0] = (struct rdma_sq_sge){ hdr, (uint32_t)hlen };
-	sg[1] = (struct rdma_sq_sge){ d->ptr, (uint32_t)d->len };
-	r = rdma_sq_send(g->v.node, member, sg, d->len ? 2 : 1,
-			 GROUP_WR_P2P << 56 | (uint64_t)(hdr - (uint8_t *)g->base),
-			 RDMA_SQ_SIGNALED, err);
-	if (r) {
-		/* Never posted: the buffer is the caller's again. */
-		atomic_fetch_sub(&g->v.p2p_inflight[rank], 1);
-		alloc_obj_delete(g->a, hdr);
-		alloc_unsubmit(g->a, d);
-		if (r == -ENOMEM || r == -EAGAIN)
-			return squall_error_set(err, -EAGAIN, "member %u: the "
-				"send queue to member %u is full", g->my_id,
-				member);
-		return r;
-	}
-	atomic_fetch_add(&g->st_p2p_sent, 1);
-	return 0;
-}
-
-int group_p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
-		   struct squall_error *err)
-{
-	bool self = group_lockless(g);
-	int r;
-
-	/* Not ordered: a wedged view's connections still carry it. */
-	if (!self)
-		group_epoch_rdlock(g);
-	r = p2p_send(g, member, d, err);
-	if (!self)
-		group_epoch_rdunlock(g);
 	return r;
 }
 
