@@ -229,8 +229,15 @@ void group_epoch_teardown(struct group *g)
 	if (g->v.grant)
 		rdma_sq_dereg_mr(g->v.node, g->v.grant, NULL);
 	g->v.grant = NULL;
-	if (g->v.node)
+	if (g->v.node) {
+		struct regcache_stats cs;
+
 		atomic_fetch_add(&g->st_old_refused, rdma_sq_refused(g->v.node));
+		/* The cache goes with the node; its counts stay counted. */
+		regcache_stats(rdma_sq_regcache(g->v.node), &cs);
+		atomic_fetch_add(&g->st_old_cache_hits, cs.hits);
+		atomic_fetch_add(&g->st_old_cache_misses, cs.misses);
+	}
 	rdma_sq_destroy(g->v.node);
 	g->v.node = NULL;
 	if (g->v.core) {

@@ -75,6 +75,7 @@ static void group_free(struct group *g)
 			free(k->rings);
 		free(k);
 	}
+	group_in_place_end(g);
 	group_own_free(g);
 	group_join_close(g);
 	alloc_destroy(g->a);
@@ -390,6 +391,7 @@ void group_stats_in_view(struct group *g, struct group_stats *st)
 {
 	struct smc_stats ss = { 0 };
 	struct rdmc_stats rs = { 0 };
+	struct regcache_stats cs = { 0 };
 	uint64_t epoch, refused;
 
 	group_assert_in_view(g);
@@ -398,6 +400,8 @@ void group_stats_in_view(struct group *g, struct group_stats *st)
 	if (g->v.e)
 		rdmc_engine_stats(g->v.e, &rs);
 	refused = g->v.node ? rdma_sq_refused(g->v.node) : 0;
+	if (g->v.node)
+		regcache_stats(rdma_sq_regcache(g->v.node), &cs);
 	epoch = g->vcfg.epoch;
 	*st = (struct group_stats){
 		.sent = atomic_load(&g->st_sent),
@@ -425,6 +429,11 @@ void group_stats_in_view(struct group *g, struct group_stats *st)
 		.refused = refused + atomic_load(&g->st_old_refused) +
 			   atomic_load(&g->st_join_refused),
 		.joins_dropped = atomic_load(&g->st_join_dropped),
+		.sent_in_place = atomic_load(&g->st_in_place),
+		.bytes_in_place = atomic_load(&g->st_in_place_bytes),
+		.bytes_copied = atomic_load(&g->st_copied_bytes),
+		.cache_hits = cs.hits + atomic_load(&g->st_old_cache_hits),
+		.cache_misses = cs.misses + atomic_load(&g->st_old_cache_misses),
 	};
 }
 

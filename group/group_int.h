@@ -140,10 +140,12 @@ struct group_item {
 
 /* A delivery the application kept: a small message in the view's rings
  * (another member's) or the SMC core's hands (one of mine), a large
- * one received into a lease of mine or sent from one, or one of my
- * small messages whose view ended (its lease is the kept record's). */
+ * one received into a lease of mine or sent from one, one of my
+ * small messages whose view ended (its lease is the kept record's), or
+ * one of mine sent in place (the memory is its sender's: nothing to give
+ * back). */
 enum group_kept_kind { KEPT_SMC = 1, KEPT_RDMC_RECV, KEPT_RDMC_SENT,
-		       KEPT_OWN_SMC };
+		       KEPT_OWN_SMC, KEPT_IN_PLACE };
 struct group_kept {
 	struct group_kept *next;
 	enum group_kept_kind kind;
@@ -174,6 +176,18 @@ struct group_own {
 	struct group_own *next;
 	uint64_t msg_id;
 	struct buf_desc d;
+};
+
+/* An ordered send of memory outside the region, sent in place
+ * (group_send_mem): its caller waits until the memory is its own again.
+ * Under lock. */
+struct group_in_place {
+	struct group_in_place *next;
+	const void *ptr;
+	size_t len;
+	bool done;
+	int code;               /* 0: delivered; else why it was not */
+	char why[SQUALL_ERRMSG_MAX];
 };
 
 /* A message to send again in the next view, in order. */
@@ -322,6 +336,11 @@ struct group {
 	unsigned rdmc_inflight;
 	uint64_t next_msg;
 	struct group_own *own;
+	/* In-place sends waiting for their end, and their callers still
+	 * inside group_send_mem (group_free waits for them to leave). Under
+	 * lock. */
+	struct group_in_place *in_place;
+	unsigned in_place_callers;
 
 	/* Application threads use g->v under epoch_lock (read); the view
 	 * thread swaps it under it (write). */
@@ -414,6 +433,9 @@ struct group {
 						 silence, size or a full table */
 	atomic_uint_fast64_t st_p2p_abandoned; /* in flight when a view's
 						  node went, never completed */
+	atomic_uint_fast64_t st_in_place, st_in_place_bytes,
+		st_copied_bytes;       /* group_send_mem's two paths */
+	atomic_uint_fast64_t st_old_cache_hits, st_old_cache_misses;
 
 	/* The stats file's writer (stats.c), NULL without
 	 * group.stats_file: set by the start, cleared by the close. */
@@ -470,6 +492,14 @@ static inline void group_cond_timedwait(pthread_cond_t *c, struct group *g,
 {
 	group_mutex_leaving(&g->lock);
 	pthread_cond_timedwait(c, &g->lock.m, ts);
+	group_mutex_taken(&g->lock);
+}
+
+/* pthread_cond_wait on c with g->lock. */
+static inline void group_cond_wait(pthread_cond_t *c, struct group *g)
+{
+	group_mutex_leaving(&g->lock);
+	pthread_cond_wait(c, &g->lock.m);
 	group_mutex_taken(&g->lock);
 }
 
@@ -696,6 +726,20 @@ void group_report_unsent(struct group *g, bool known, uint64_t trim_me);
  * sending again to the next one (group_resend_defer); free what is left
  * at the end. */
 void group_own_add(struct group *g, struct group_own *o);
+/* Own message d is done with (send.c): a lease goes back to the
+ * allocator (alloc_complete); memory sent in place is its caller's again,
+ * with code (0: delivered everywhere) and why. No group lock held. */
+void group_own_done(struct group *g, const struct buf_desc *d, int code,
+		    const char *why);
+/* d lies outside the region: memory sent in place. */
+static inline bool group_in_place(const struct group *g,
+				  const struct buf_desc *d)
+{
+	return d->ptr && !alloc_owns(g->a, d->ptr, d->len);
+}
+/* group_free: end the in-place sends still waiting (-ESHUTDOWN) and wait
+ * for their callers to leave. */
+void group_in_place_end(struct group *g);
 bool group_own_take(struct group *g, uint64_t msg_id, struct buf_desc *d);
 bool group_own_find(struct group *g, uint64_t msg_id, struct buf_desc *d);
 void group_resend_add(struct group *g, bool large, uint8_t kind,

@@ -32,10 +32,12 @@
 
 bool group_rdmc_lost(int status)
 {
-	/* A receiver that could not take the message fails it alike on
-	 * every member; anything else is a connection cut short. */
+	/* A receiver that could not take the message, or a sender that
+	 * could not read the memory it sends in place (-EFAULT: unmapped
+	 * under the send), fails it alike on every member; anything else is
+	 * a connection cut short. */
 	return !(status == -ENOMEM || status == -EMSGSIZE || status == -E2BIG ||
-		 status == -EINVAL);
+		 status == -EINVAL || status == -EFAULT);
 }
 
 static void keep(struct group *g, enum group_kept_kind kind,
@@ -52,7 +54,7 @@ static void keep(struct group *g, enum group_kept_kind kind,
 			smc_core_release(g->v.core, m);
 		else if (kind == KEPT_RDMC_RECV)
 			alloc_release(g->a, d);
-		else
+		else if (kind != KEPT_IN_PLACE)
 			alloc_complete(g->a, d);
 		return;
 	}
@@ -93,6 +95,7 @@ static void deliver_large(struct group *g, struct group_xfer *x)
 {
 	bool mine = x->sender == g->v.me;
 	struct buf_desc od;
+	bool kept;
 
 	if (mine) {
 		/* Done with it either way: no view change sends it again. */
@@ -107,7 +110,10 @@ static void deliver_large(struct group *g, struct group_xfer *x)
 		/* Delivered nowhere; counted so that close does not wait. */
 		g->v.done[x->sender]++;
 		g->v.done_dirty = true;
-		if (mine) {
+		if (mine && group_in_place(g, &x->d)) {
+			/* Its caller learns it from group_send_mem. */
+			group_own_done(g, &x->d, x->status, x->why);
+		} else if (mine) {
 			if (g->cb.send_failed)
 				g->cb.send_failed(g->ctx, &x->d, x->status, x->why);
 			if (x->d.ptr)
@@ -116,13 +122,20 @@ static void deliver_large(struct group *g, struct group_xfer *x)
 		return;
 	}
 	count_delivery(g, x->sender, x->d.len);
-	if (g->cb.deliver(g->ctx, g->v.ids[x->sender], g->seq_base + x->seq,
-			  &x->d))
+	kept = g->cb.deliver(g->ctx, g->v.ids[x->sender], g->seq_base + x->seq,
+			     &x->d);
+	if (mine && group_in_place(g, &x->d)) {
+		/* The caller's memory: its send returns now, kept or not. */
+		if (kept)
+			keep(g, KEPT_IN_PLACE, &x->d, NULL);
+		group_own_done(g, &x->d, 0, "");
+	} else if (kept) {
 		keep(g, mine ? KEPT_RDMC_SENT : KEPT_RDMC_RECV, &x->d, NULL);
-	else if (mine)
+	} else if (mine) {
 		alloc_complete(g->a, &x->d);
-	else
+	} else {
 		alloc_release(g->a, &x->d);
+	}
 }
 
 static struct group_xfer *xfer_find(struct group *g, uint64_t msg_id,
@@ -394,11 +407,15 @@ static bool start_sends(struct group *g)
 		group_unlock(g);
 		if (!s)
 			break;
-		/* The group's since its send (send.c), sent again or not. */
-		assert(alloc_state(g->a, s->d.ptr) == ALLOC_SUBMITTED);
+		/* The group's since its send (send.c), sent again or not;
+		 * or the caller's memory, sent in place. */
+		assert(group_in_place(g, &s->d) ||
+		       alloc_state(g->a, s->d.ptr) == ALLOC_SUBMITTED);
 		if (g->v.n == 1) {
 			r = 0;
 			on_sent(g, NULL, s->msg_id, &s->d, 0, "");
+		} else if (group_in_place(g, &s->d)) {
+			r = rdmc_send_foreign(g->v.rg, s->msg_id, &s->d, &err);
 		} else {
 			r = rdmc_send_submitted(g->v.rg, s->msg_id, &s->d, &err);
 		}
@@ -666,10 +683,11 @@ static void unsent_one(struct unsent *u, const struct buf_desc *d,
 {
 	struct group *g = u->g;
 	char why[SQUALL_ERRMSG_MAX];
+	int code;
 
 	if (u->known && round < u->trim_me) {
 		/* Delivered by the survivors: done with it. */
-		alloc_complete(g->a, d);
+		group_own_done(g, d, 0, "");
 		return;
 	}
 	if (u->again) {
@@ -692,9 +710,14 @@ static void unsent_one(struct unsent *u, const struct buf_desc *d,
 			 "survivor's trim reached it: it may or may not be "
 			 "delivered", g->my_id, g->vcfg.epoch);
 	}
+	code = u->known || u->again ? -ENOTCONN : -ECONNABORTED;
+	if (group_in_place(g, d)) {
+		/* Its caller learns it from group_send_mem. */
+		group_own_done(g, d, code, why);
+		return;
+	}
 	if (g->cb.send_failed)
-		g->cb.send_failed(g->ctx, d, u->known || u->again ? -ENOTCONN
-							: -ECONNABORTED, why);
+		g->cb.send_failed(g->ctx, d, code, why);
 	alloc_complete(g->a, d);
 }
 

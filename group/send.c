@@ -217,9 +217,10 @@ static int send_large(struct group *g, const struct buf_desc *d,
 		      int timeout_ms, struct squall_error *err)
 {
 	uint64_t until = timeout_ms > 0 ? group_now_ms() + (uint64_t)timeout_ms : 0;
+	bool in_place = group_in_place(g, d);
 	struct group_own *o;
 	struct buf_desc od;
-	int r, state = alloc_state(g->a, d->ptr);
+	int r, state = in_place ? ALLOC_LEASED : alloc_state(g->a, d->ptr);
 
 	if (state != ALLOC_LEASED)
 		return squall_error_set(err, -EINVAL, "member %u: the buffer at "
@@ -257,8 +258,9 @@ static int send_large(struct group *g, const struct buf_desc *d,
 	group_unlock(g);
 	/* The group's from now on: whether its RDMC send starts in this
 	 * view or is made again in a later one, the application can no
-	 * longer release it, and its completion gives it back. */
-	r = alloc_submit(g->a, d);
+	 * longer release it, and its completion gives it back. Memory sent
+	 * in place stays its caller's, who waits for the end. */
+	r = in_place ? 0 : alloc_submit(g->a, d);
 	if (r) {
 		group_lock(g);
 		g->rdmc_inflight--;
@@ -272,7 +274,8 @@ static int send_large(struct group *g, const struct buf_desc *d,
 	r = announce(g, o->msg_id, d, timeout_ms, err);
 	if (r) {
 		group_own_take(g, o->msg_id, &od);
-		alloc_unsubmit(g->a, d);
+		if (!in_place)
+			alloc_unsubmit(g->a, d);
 		group_lock(g);
 		g->rdmc_inflight--;
 		group_unlock(g);
@@ -339,10 +342,37 @@ int group_ordered_send(struct group *g, const struct buf_desc *d,
 	return group_ordered_send_timeout(g, d, -1, err);
 }
 
+/* Copy len bytes at ptr into a lease and send that (waiting at most
+ * timeout_ms for room, as group_ordered_send_timeout). */
+static int send_copy(struct group *g, const void *ptr, size_t len,
+		     int timeout_ms, struct squall_error *err)
+{
+	struct buf_desc d;
+	int r;
+
+	/* From an upcall, no wait (as group_ordered_send_timeout). */
+	if (group_nowait(g))
+		timeout_ms = 0;
+	r = alloc_lease_wait(g->a, 1, &len, &d,
+			     timeout_ms < 0 ? UINT32_MAX : (unsigned)timeout_ms);
+	if (r)
+		return squall_error_set(err, r, "member %u: no room in the "
+					"region for a copy of %zu bytes",
+					g->my_id, len);
+	memcpy(d.ptr, ptr, len);
+	r = group_ordered_send_timeout(g, &d, timeout_ms, err);
+	if (r) {
+		alloc_release(g->a, &d);
+		return r;
+	}
+	atomic_fetch_add(&g->st_copies, 1);
+	atomic_fetch_add(&g->st_copied_bytes, len);
+	return 0;
+}
+
 int group_send_copy(struct group *g, const void *ptr, size_t len,
 		    struct squall_error *err)
 {
-	struct buf_desc d;
 	int r;
 
 	squall_error_clear(err);
@@ -351,20 +381,130 @@ int group_send_copy(struct group *g, const void *ptr, size_t len,
 	if (!ptr || !len)
 		return squall_error_set(err, -EINVAL, "member %u: nothing to "
 					"send", g->my_id);
-	/* From an upcall, no wait (as group_ordered_send_timeout). */
-	r = alloc_lease_wait(g->a, 1, &len, &d,
-			     group_nowait(g) ? 0 : UINT32_MAX);
-	if (r)
-		return squall_error_set(err, r, "member %u: no room in the "
-					"region for a copy of %zu bytes",
-					g->my_id, len);
-	memcpy(d.ptr, ptr, len);
-	r = group_ordered_send(g, &d, err);
-	if (r)
-		alloc_release(g->a, &d);
-	else
-		atomic_fetch_add(&g->st_copies, 1);
+	return send_copy(g, ptr, len, -1, err);
+}
+
+void group_own_done(struct group *g, const struct buf_desc *d, int code,
+		    const char *why)
+{
+	struct group_in_place *p;
+
+	if (!group_in_place(g, d)) {
+		alloc_complete(g->a, d);
+		return;
+	}
+	group_lock(g);
+	for (p = g->in_place; p; p = p->next)
+		if (p->ptr == d->ptr && p->len == d->len && !p->done)
+			break;
+	if (p) {
+		p->done = true;
+		p->code = code;
+		snprintf(p->why, sizeof(p->why), "%s", why ? why : "");
+	}
+	pthread_cond_broadcast(&g->room);
+	group_unlock(g);
+}
+
+void group_in_place_end(struct group *g)
+{
+	group_lock(g);
+	for (struct group_in_place *p = g->in_place; p; p = p->next) {
+		if (p->done)
+			continue;
+		p->done = true;
+		p->code = -ESHUTDOWN;
+		snprintf(p->why, sizeof(p->why), "member %u: the group closed "
+			 "before every member had the message", g->my_id);
+	}
+	pthread_cond_broadcast(&g->room);
+	while (g->in_place_callers)
+		group_cond_wait(&g->room, g);
+	group_unlock(g);
+}
+
+/* Send the caller's memory in place: RDMC's block writes read it through
+ * the registration cache; wait until the message is done with. */
+static int send_in_place(struct group *g, const void *ptr, size_t len,
+			 int timeout_ms, struct squall_error *err)
+{
+	struct group_in_place *p = calloc(1, sizeof(*p)), **pp;
+	const struct buf_desc d = { (void *)ptr, len };
+	int r;
+
+	if (!p)
+		return squall_error_set(err, -ENOMEM, "out of memory");
+	p->ptr = ptr;
+	p->len = len;
+	group_lock(g);
+	for (struct group_in_place *q = g->in_place; q; q = q->next) {
+		if (q->ptr == ptr && !q->done) {
+			group_unlock(g);
+			free(p);
+			return squall_error_set(err, -EBUSY, "member %u: the "
+				"memory at %p is being sent in place already",
+				g->my_id, ptr);
+		}
+	}
+	p->next = g->in_place;
+	g->in_place = p;
+	g->in_place_callers++;
+	group_unlock(g);
+	r = send_large(g, &d, timeout_ms, err);
+	group_lock(g);
+	/* Sent: wait for its end, whatever the views (a view change sends it
+	 * again from the same memory, or the stop reports it). */
+	while (!r && !p->done)
+		group_cond_wait(&g->room, g);
+	if (!r && p->code)
+		r = squall_error_set(err, p->code, "%s", p->why);
+	for (pp = &g->in_place; *pp != p; pp = &(*pp)->next)
+		;
+	*pp = p->next;
+	g->in_place_callers--;
+	pthread_cond_broadcast(&g->room);
+	group_unlock(g);
+	free(p);
+	if (!r) {
+		atomic_fetch_add(&g->st_in_place, 1);
+		atomic_fetch_add(&g->st_in_place_bytes, len);
+		atomic_fetch_add(&g->st_sent, 1);
+	}
 	return r;
+}
+
+int group_send_mem(struct group *g, const void *ptr, size_t len,
+		   int timeout_ms, struct squall_error *err)
+{
+	int r;
+
+	squall_error_clear(err);
+	if ((r = usable(g, err)))
+		return r;
+	if (!ptr || !len)
+		return squall_error_set(err, -EINVAL, "member %u: nothing to "
+					"send", g->my_id);
+	if (alloc_owns(g->a, ptr, len)) {
+		int state = alloc_state(g->a, ptr);
+
+		if (state == ALLOC_LEASED)
+			return group_ordered_send_timeout(g, &(struct buf_desc){
+				(void *)ptr, len }, timeout_ms, err);
+		if (state == ALLOC_SUBMITTED || state == ALLOC_FREE)
+			return squall_error_set(err, -EINVAL, "member %u: the "
+				"buffer at %p is %s", g->my_id, ptr,
+				state == ALLOC_SUBMITTED ? "sent already"
+							 : "free");
+		/* A delivery, or inside a lease: a copy goes out. */
+		return send_copy(g, ptr, len, timeout_ms, err);
+	}
+	/* In place only for RDMC's sizes, from at least copy_threshold, and
+	 * where waiting is allowed (an upcall's in-place send would wait for
+	 * the thread running it). */
+	if (len <= g->cfg.smc_max_payload || len < g->cfg.copy_threshold ||
+	    group_nowait(g))
+		return send_copy(g, ptr, len, timeout_ms, err);
+	return send_in_place(g, ptr, len, timeout_ms, err);
 }
 
 int group_release(struct group *g, const struct buf_desc *d)
@@ -404,6 +544,9 @@ int group_release(struct group *g, const struct buf_desc *d)
 		}
 	} else if (k->kind == KEPT_RDMC_RECV) {
 		alloc_release(g->a, &k->d);
+	} else if (k->kind == KEPT_IN_PLACE) {
+		/* The sender's own memory, its again since its send
+		 * returned: nothing to give back. */
 	} else {
 		/* Sent from a lease of mine (large, or small of an ended
 		 * view): sent everywhere, so done. */

@@ -979,15 +979,27 @@ static struct xfer *claim(struct rdmc_engine *e, struct rdmc_group *g,
 	return x;
 }
 
+/* How a sender's buffer is held: a lease to submit, one submitted
+ * already, or memory outside the region that stays its owner's. */
+enum send_mode { SEND_LEASE, SEND_SUBMITTED, SEND_FOREIGN };
+
 static int send_buf(struct rdmc_group *g, uint64_t msg_id,
-		    const struct buf_desc *d, bool submit, struct squall_error *err)
+		    const struct buf_desc *d, enum send_mode mode,
+		    struct squall_error *err)
 {
 	struct rdmc_engine *e = g->e;
+	bool submit = mode == SEND_LEASE;
 	struct xfer *x;
 	int ret;
 
 	squall_error_clear(err);
-	if (g->n < 2 || !d || !alloc_owns(e->a, d->ptr, d->len))
+	if (mode == SEND_FOREIGN &&
+	    (g->n < 2 || !d || !d->ptr || !d->len || alloc_owns(e->a, d->ptr, d->len)))
+		return squall_error_set(err, -EINVAL, "rdmc_send_foreign: the "
+			"buffer must lie outside the member's region, to a group "
+			"of 2 or more");
+	if (mode != SEND_FOREIGN &&
+	    (g->n < 2 || !d || !alloc_owns(e->a, d->ptr, d->len)))
 		return squall_error_set(err, -EINVAL, "rdmc_send: the buffer must be "
 			"a lease from the member's allocator, to a group of 2 or more");
 	ret = check_size(g, d->len, err);
@@ -1020,13 +1032,19 @@ static int send_buf(struct rdmc_group *g, uint64_t msg_id,
 int rdmc_send(struct rdmc_group *g, uint64_t msg_id, const struct buf_desc *d,
 	      struct squall_error *err)
 {
-	return send_buf(g, msg_id, d, true, err);
+	return send_buf(g, msg_id, d, SEND_LEASE, err);
 }
 
 int rdmc_send_submitted(struct rdmc_group *g, uint64_t msg_id,
 			const struct buf_desc *d, struct squall_error *err)
 {
-	return send_buf(g, msg_id, d, false, err);
+	return send_buf(g, msg_id, d, SEND_SUBMITTED, err);
+}
+
+int rdmc_send_foreign(struct rdmc_group *g, uint64_t msg_id,
+		      const struct buf_desc *d, struct squall_error *err)
+{
+	return send_buf(g, msg_id, d, SEND_FOREIGN, err);
 }
 
 int rdmc_expect(struct rdmc_group *g, uint64_t msg_id, uint32_t sender,

@@ -208,11 +208,48 @@ int group_ordered_send_timeout(struct group *g, const struct buf_desc *d,
 			       int timeout_ms, struct squall_error *err);
 
 /* Send len bytes at ptr, memory outside the region (or anywhere): the
- * group copies them into a lease first (counted in group_stats
- * copies). Otherwise as group_ordered_send; ptr is the caller's again on
- * return. */
+ * group copies them into a lease first (counted in group_stats copies
+ * and bytes_copied). Otherwise as group_ordered_send; ptr is the caller's
+ * again on return. */
 int group_send_copy(struct group *g, const void *ptr, size_t len,
 		    struct squall_error *err);
+
+/* Send len bytes at ptr in the total order, wherever they lie, taking the
+ * path that suits them; waits for room at most timeout_ms (as
+ * group_ordered_send_timeout):
+ *  - ptr the start of a lease of this group's allocator, ready to send:
+ *    as group_ordered_send_timeout, no copy, and the group owns the lease
+ *    from then on;
+ *  - other memory (malloc'd, mapped, static, or a delivery the
+ *    application kept) of up to smc.max_payload bytes or below
+ *    group.copy_threshold, and any such memory when called from an
+ *    upcall: copied into a lease, which is sent (group_stats copies,
+ *    bytes_copied); ptr is the caller's again on return;
+ *  - memory outside the region, larger than smc.max_payload and of at
+ *    least group.copy_threshold bytes: sent in place, with no copy. RDMC's
+ *    block writes read it through the registration cache (a registration
+ *    is never used once the memory under it was unmapped, and a range
+ *    that was freed and mapped again is registered anew). The call
+ *    returns once every member has the message and this member delivered
+ *    it (group_stats sent_in_place, bytes_in_place), through view
+ *    changes (a message past an ending view's trim is sent again from the
+ *    same memory): ptr is the caller's again on return, and the sender's
+ *    own delivery points at it (keeping that delivery holds nothing
+ *    back: group_release() of it only drops the record). The memory must
+ *    stay mapped and unchanged during the call: bytes written meanwhile
+ *    may or may not go out, and a range unmapped meanwhile cannot be
+ *    registered again for the block writes still to come: the message is
+ *    then cancelled and every member passes it over at its place in the
+ *    order (-EFAULT), rather than send other bytes. A second in-place
+ *    send of the same ptr while one runs is -EBUSY. Failures are its
+ *    return value, not send_failed: a message no receiver could take
+ *    (-ENOMEM, -EMSGSIZE), memory unmapped under it (-EFAULT), the group
+ *    stopped (-ENOTCONN / -ECONNABORTED as send_failed says), or closed
+ *    under it (-ESHUTDOWN).
+ * Returns 0 or the errors of group_ordered_send_timeout; -EINVAL for a
+ * lease sent already or free. */
+int group_send_mem(struct group *g, const void *ptr, size_t len,
+		   int timeout_ms, struct squall_error *err);
 
 /* The largest point-to-point message. */
 size_t group_p2p_max(const struct group *g);
@@ -283,7 +320,8 @@ struct group_stats {
 	uint64_t delivered;        /* ordered messages delivered */
 	uint64_t delivered_bytes;
 	uint64_t copies;           /* payload copies made on send
-				      (group_send_copy only) */
+				      (group_send_copy, and group_send_mem
+				      of memory it does not send in place) */
 	uint64_t payload_copies;   /* payload memcpy()s inside SMC and RDMC
 				      on send and receive: 0 */
 	uint64_t p2p_sent;
@@ -317,6 +355,13 @@ struct group_stats {
 				      silent for 2 s, a message over 256
 				      bytes or not squall's, or 16 being
 				      read already */
+	uint64_t sent_in_place;    /* group_send_mem sends of memory outside
+				      the region, sent with no copy */
+	uint64_t bytes_in_place;   /* ... and their bytes */
+	uint64_t bytes_copied;     /* bytes of the copies counted in copies */
+	uint64_t cache_hits;       /* registration cache lookups served from
+				      a cached registration, every view */
+	uint64_t cache_misses;     /* ... and those that registered */
 };
 void group_stats(struct group *g, struct group_stats *st);
 

@@ -251,6 +251,14 @@ int rdmc_send(struct rdmc_group *g, uint64_t msg_id, const struct buf_desc *d,
 int rdmc_send_submitted(struct rdmc_group *g, uint64_t msg_id,
 			const struct buf_desc *d, struct squall_error *err);
 
+/* rdmc_send of memory outside the engine's region, which stays its
+ * owner's: nothing is submitted or given back. The sender's block writes
+ * read it through the node's registration cache (each holds its
+ * registration until its completion), so it must stay mapped and
+ * unchanged until the sent callback. -EINVAL when d lies in the region. */
+int rdmc_send_foreign(struct rdmc_group *g, uint64_t msg_id,
+		      const struct buf_desc *d, struct squall_error *err);
+
 /* Receive message msg_id of size bytes from member sender: lease the
  * buffer and tell the writers where it is. Returns 0 (the received
  * callback follows), -ENOMEM when no buffer could be leased (the sender is
