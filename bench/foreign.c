@@ -155,7 +155,7 @@ int main(int argc, char **argv)
 		     s = strtok_r(NULL, ",", &save)) {
 			size_t size = (size_t)strtoul(s, NULL, 10) * 1024;
 			uint64_t n = (uint64_t)budget_mib * 1048576 / size;
-			unsigned reps = n < 4 ? 4 : n > 400 ? 400 : (unsigned)n;
+			unsigned reps = n < 6 ? 6 : n > 400 ? 400 : (unsigned)n;
 			char *mem = malloc(size);
 
 			if (!mem)

@@ -285,6 +285,23 @@ static int send_large(struct group *g, const struct buf_desc *d,
 	return 0;
 }
 
+/* Register memory sent in place whole, once, off the progress thread:
+ * its block writes then find it cached (a miss per block would register
+ * the growing merged range again and again on the progress thread, which
+ * also beats the heartbeats). The registration stays cached, not held.
+ * Returns 0, or the cache's error: -EFAULT when the range is not all
+ * mapped. */
+static int warm(struct group *g, const void *ptr, size_t len)
+{
+	struct regcache *c = rdma_sq_regcache(g->v.node);
+	struct regcache_reg *r;
+	int ret = regcache_get(c, ptr, len, &r);
+
+	if (!ret)
+		regcache_put(c, r);
+	return ret;
+}
+
 /* A message of an ended view sent again (view thread, sends still
  * wedged): its payload is submitted already. */
 int group_resend(struct group *g, struct group_resend *rs,
@@ -294,6 +311,8 @@ int group_resend(struct group *g, struct group_resend *rs,
 
 	group_assert_view_thread(g);
 	group_assert_epoch_writer(g);
+	if (rs->large && group_in_place(g, &rs->d))
+		(void)warm(g, rs->d.ptr, rs->d.len); /* else: its writes say */
 	if (rs->large)
 		return announce(g, rs->msg_id, &rs->d, -1, err);
 	g->resending = true;
@@ -450,7 +469,21 @@ static int send_in_place(struct group *g, const void *ptr, size_t len,
 	g->in_place = p;
 	g->in_place_callers++;
 	group_unlock(g);
-	r = send_large(g, &d, timeout_ms, err);
+	r = view_enter(g, timeout_ms != 0, timeout_ms > 0 ? group_now_ms() +
+		       (uint64_t)timeout_ms : 0, err);
+	if (!r) {
+		r = warm(g, ptr, len);
+		view_leave(g);
+		if (r == -EFAULT || r == -EINVAL)
+			r = squall_error_set(err, -EFAULT, "member %u: the memory "
+				"at %p + %zu is not all mapped", g->my_id, ptr, len);
+		else if (r)
+			r = squall_error_set(err, r, "member %u: registering %zu "
+				"bytes at %p to send them in place failed: %s",
+				g->my_id, len, ptr, strerror(-r));
+	}
+	if (!r)
+		r = send_large(g, &d, timeout_ms, err);
 	group_lock(g);
 	/* Sent: wait for its end, whatever the views (a view change sends it
 	 * again from the same memory, or the stop reports it). */

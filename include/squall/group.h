@@ -226,8 +226,10 @@ int group_send_copy(struct group *g, const void *ptr, size_t len,
  *    upcall: copied into a lease, which is sent (group_stats copies,
  *    bytes_copied); ptr is the caller's again on return;
  *  - memory outside the region, larger than smc.max_payload and of at
- *    least group.copy_threshold bytes: sent in place, with no copy. RDMC's
- *    block writes read it through the registration cache (a registration
+ *    least group.copy_threshold bytes: sent in place, with no copy. The
+ *    call registers the whole range first (its error is returned, nothing
+ *    sent: -EFAULT when it is not all mapped); then RDMC's block writes
+ *    read it through the registration cache (a registration
  *    is never used once the memory under it was unmapped, and a range
  *    that was freed and mapped again is registered anew). The call
  *    returns once every member has the message and this member delivered

@@ -2,7 +2,8 @@
 # member 0 sends from malloc'd memory freed and allocated again at the
 # same address with new bytes, from a range unmapped and mapped again,
 # from a merged range after a partial unmap, small foreign memory (the
-# copy path), and a range unmapped while it is sent. Every member checks
+# copy path), memory not mapped at all (-EFAULT, nothing sent), and a
+# range unmapped while it is sent. Every member checks
 # every byte of every message it delivers, all deliver the same rounds in
 # one order, in-place sends copy nothing, and the unmapped one is either
 # delivered everywhere intact or (-EFAULT) nowhere.
@@ -51,6 +52,8 @@ stat() { # WHEN KEY: KEY's value in member 0's STATS line of WHEN
 [ "$(stat copied bytes_copied)" -eq $(( $(stat in_place bytes_copied) + 20480 )) ] ||
     fail "bytes_copied did not grow by 20480"
 echo "ok: counters: 10 in place ($(stat in_place bytes_in_place) bytes, copies unchanged at $(stat in_place copies)), 2 copied (20480 bytes), cache misses $(stat in_place cache_misses), hits $(stat in_place cache_hits)"
+grep -q '^UNMAPPED rc=-14 ' "$out0" || fail "a send of memory not mapped: $(grep '^UNMAPPED' "$out0")"
+echo "ok: memory not mapped is refused: $(sed -n 's/^UNMAPPED rc=-14 why=//p' "$out0")"
 un=$(grep '^SEND .*what=unmapped' "$out0")
 case "$un" in
     *" rc=0 "*) echo "ok: the range unmapped during its send was sent before it went (delivered everywhere intact)" ;;

@@ -15,6 +15,7 @@
  *     registration over both), then the whole range again after its
  *     second quarter was unmapped and mapped anew;
  *   - small foreign memory (copied: counted in copies);
+ *   - memory not mapped (refused with -EFAULT, nothing sent);
  *   - a range another thread unmaps while it is being sent: the send
  *     either completes (every member has the bytes it held) or fails
  *     with -EFAULT and no member delivers it.
@@ -187,9 +188,10 @@ static void stats_line(struct member *m, const char *when)
 	printf("STATS when=%s copies=%" PRIu64 " bytes_copied=%" PRIu64
 	       " sent_in_place=%" PRIu64 " bytes_in_place=%" PRIu64
 	       " cache_hits=%" PRIu64 " cache_misses=%" PRIu64
-	       " payload_copies=%" PRIu64 "\n", when, st.copies,
-	       st.bytes_copied, st.sent_in_place, st.bytes_in_place,
-	       st.cache_hits, st.cache_misses, st.payload_copies);
+	       " payload_copies=%" PRIu64 " epoch=%" PRIu64 " resent=%" PRIu64
+	       "\n", when, st.copies, st.bytes_copied, st.sent_in_place,
+	       st.bytes_in_place, st.cache_hits, st.cache_misses,
+	       st.payload_copies, st.epoch, st.resent);
 	fflush(stdout);
 }
 
@@ -261,6 +263,18 @@ static void sender(struct member *m)
 	free(q);
 	stats_line(m, "copied");
 
+	/* Not mapped at all: refused before anything goes out. */
+	p = map(2 * MIB, NULL);
+	if (!p)
+		die(m, "mmap", NULL);
+	munmap(p, 2 * MIB);
+	{
+		struct squall_error err = { 0 };
+		int rc = group_send_mem(m->g, p, 2 * MIB, -1, &err);
+
+		printf("UNMAPPED rc=%d why=%s\n", rc, err.msg);
+	}
+
 	/* Unmapped while it is sent. */
 	u.len = 32 * MIB;
 	u.p = map(u.len, NULL);
@@ -290,6 +304,22 @@ static void sender(struct member *m)
 	stats_line(m, "end");
 }
 
+/* --stream K: K in-place sends of 4 MiB, each from memory malloc'd for
+ * it and freed after (foreign_kill3.sh kills a member meanwhile). */
+static void stream(struct member *m, unsigned k)
+{
+	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
+	for (unsigned i = 0; i < k; i++) {
+		void *p = malloc(4 * MIB);
+
+		if (!p)
+			die(m, "malloc", NULL);
+		must(m, send_round(m, p, 4 * MIB, 0, "stream"), "stream send");
+		free(p);
+	}
+	stats_line(m, "end");
+}
+
 int main(int argc, char **argv)
 {
 	static struct member mem;
@@ -299,6 +329,7 @@ int main(int argc, char **argv)
 	struct group_config *cfg = calloc(1, sizeof(*cfg));
 	const char *sets[8], *path = NULL;
 	size_t nsets = 0;
+	unsigned nstream = 0;
 
 	m->id = UINT32_MAX;
 	for (int i = 1; i < argc; i++) {
@@ -308,9 +339,11 @@ int main(int argc, char **argv)
 			m->id = (uint32_t)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--set") && i + 1 < argc && nsets < 8)
 			sets[nsets++] = argv[++i];
+		else if (!strcmp(argv[i], "--stream") && i + 1 < argc)
+			nstream = (unsigned)strtoul(argv[++i], NULL, 10);
 		else {
 			fprintf(stderr, "usage: foreign_member --config F --id I "
-				"[--set k=v]...\n");
+				"[--set k=v]... [--stream K]\n");
 			return 2;
 		}
 	}
@@ -326,7 +359,10 @@ int main(int argc, char **argv)
 	if (m->id == 0) {
 		char one = 1;
 
-		sender(m);
+		if (nstream)
+			stream(m, nstream);
+		else
+			sender(m);
 		if (group_send_mem(m->g, &one, 1, -1, &err))
 			die(m, "the last send", &err);
 	}
