@@ -3,9 +3,12 @@
  * memory, one member sending, the others receiving:
  *   lease     a buffer leased from the group's allocator
  *             (group_ordered_send; the group gives it back);
- *   in_place  malloc'd memory sent with group_send_mem (in place from
- *             group.copy_threshold and above smc.max_payload, else
- *             copied);
+ *   in_place  malloc'd memory sent with group_send_mem_async (in place
+ *             from group.copy_threshold and above smc.max_payload, else
+ *             copied), up to 8 buffers in flight (as many as 256 MiB
+ *             hold);
+ *   in_place_wait  the same with group_send_mem, one at a time (each
+ *             call returns once every member has the message);
  *   copy      the same memory through group_send_copy (always copied).
  * For each size the sender sends `reps` messages and times from the first
  * send to its own delivery of the last (a message is delivered on its
@@ -30,9 +33,16 @@
 
 #include <squall/group.h>
 
+/* Buffers of foreign memory for the in-place modes: several, so that
+ * group_send_mem_async has more than one in flight. */
+#define NBUF_MAX 8
+
 struct bench {
 	uint32_t id;
 	struct group *g;
+	char *buf[NBUF_MAX];
+	unsigned nbuf;
+	atomic_bool busy[NBUF_MAX];
 	atomic_uint_fast64_t own;  /* own messages delivered */
 	atomic_bool end;
 };
@@ -58,6 +68,32 @@ static bool deliver(void *ctx, uint32_t sender, uint64_t seq,
 	return false;
 }
 
+static void mem_done(void *ctx, const void *ptr, size_t len, int code,
+		     const char *why)
+{
+	struct bench *b = ctx;
+
+	(void)len;
+	if (code) {
+		fprintf(stderr, "foreign_bench: in-place send failed: %s\n", why);
+		exit(1);
+	}
+	for (unsigned i = 0; i < b->nbuf; i++)
+		if (b->buf[i] == ptr)
+			atomic_store(&b->busy[i], false);
+}
+
+static void failure(void *ctx, uint32_t member, const char *why)
+{
+	struct bench *b = ctx;
+
+	fprintf(stderr, "foreign_bench: member %u: member %u failed: %s\n",
+		b->id, member, why);
+	/* Without the sender (or this member) the run cannot finish. */
+	if (member == 0 || member == b->id)
+		exit(1);
+}
+
 static void die(const char *what, const struct squall_error *err)
 {
 	fprintf(stderr, "foreign_bench: %s: %s\n", what, err ? err->msg : "");
@@ -71,8 +107,9 @@ static void wait_own(struct bench *b, uint64_t n)
 		usleep(50);
 }
 
-enum mode { M_LEASE, M_IN_PLACE, M_COPY };
-static const char *const mode_name[] = { "lease", "in_place", "copy" };
+enum mode { M_LEASE, M_IN_PLACE, M_IN_PLACE_WAIT, M_COPY };
+static const char *const mode_name[] = { "lease", "in_place", "in_place_wait",
+					 "copy" };
 
 static void run(struct bench *b, enum mode mode, size_t size, unsigned reps,
 		void *mem, bool print)
@@ -97,6 +134,17 @@ static void run(struct bench *b, enum mode mode, size_t size, unsigned reps,
 				die("alloc_lease_wait", NULL);
 			r = group_ordered_send(b->g, &d, &err);
 		} else if (mode == M_IN_PLACE) {
+			unsigned k = i % b->nbuf;
+
+			while (atomic_load(&b->busy[k]))
+				usleep(50);
+			atomic_store(&b->busy[k], true);
+			r = group_send_mem_async(b->g, b->buf[k], size, -1, &err);
+			if (r != GROUP_SENT_IN_PLACE)
+				atomic_store(&b->busy[k], false);
+			if (r > 0)
+				r = 0;
+		} else if (mode == M_IN_PLACE_WAIT) {
 			r = group_send_mem(b->g, mem, size, -1, &err);
 		} else {
 			r = group_send_copy(b->g, mem, size, &err);
@@ -105,6 +153,9 @@ static void run(struct bench *b, enum mode mode, size_t size, unsigned reps,
 			die(mode_name[mode], &err);
 	}
 	wait_own(b, base + reps);
+	for (unsigned k = 0; k < b->nbuf; k++)
+		while (atomic_load(&b->busy[k]))
+			usleep(50);
 	t = now_s() - t0;
 	group_stats(b->g, &s1);
 	if (!print)
@@ -120,7 +171,8 @@ int main(int argc, char **argv)
 {
 	static struct bench bench;
 	struct bench *b = &bench;
-	struct group_callbacks cb = { .deliver = deliver };
+	struct group_callbacks cb = { .deliver = deliver, .failure = failure,
+				      .send_mem_done = mem_done };
 	struct squall_error err = { 0 };
 	const char *sizes = "1,4,16,64,256,1024,4096,16384,65536";
 	unsigned budget_mib = 64;
@@ -156,16 +208,28 @@ int main(int argc, char **argv)
 			size_t size = (size_t)strtoul(s, NULL, 10) * 1024;
 			uint64_t n = (uint64_t)budget_mib * 1048576 / size;
 			unsigned reps = n < 6 ? 6 : n > 400 ? 400 : (unsigned)n;
-			char *mem = malloc(size);
+			char *mem;
 
-			if (!mem)
-				die("malloc", NULL);
-			memset(mem, 0x5a, size);
+			/* As many buffers as 256 MiB hold, up to NBUF_MAX. */
+			b->nbuf = (unsigned)((256u << 20) / size);
+			if (b->nbuf > NBUF_MAX)
+				b->nbuf = NBUF_MAX;
+			if (b->nbuf < 1)
+				b->nbuf = 1;
+			for (unsigned k = 0; k < b->nbuf; k++) {
+				b->buf[k] = malloc(size);
+				if (!b->buf[k])
+					die("malloc", NULL);
+				memset(b->buf[k], 0x5a, size);
+			}
+			mem = b->buf[0];
 			/* One of each first: registrations and slabs warm. */
-			run(b, M_IN_PLACE, size, 1, mem, false);
+			run(b, M_IN_PLACE_WAIT, size, 1, mem, false);
+			run(b, M_IN_PLACE, size, b->nbuf, mem, false);
 			for (int m = M_LEASE; m <= M_COPY; m++)
 				run(b, (enum mode)m, size, reps, mem, true);
-			free(mem);
+			for (unsigned k = 0; k < b->nbuf; k++)
+				free(b->buf[k]);
 		}
 		free(list);
 		if (group_send_copy(b->g, &one, 1, &err))

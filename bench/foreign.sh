@@ -3,9 +3,11 @@
 # Ordered sends through the group API from three kinds of memory, member 0
 # sending to members 1 and 2 (conf/local-3.cfg), 1 KiB to 64 MiB, in one VM
 # run: from a lease (group_ordered_send), from malloc'd memory in place
-# (group_send_mem: no copy from group.copy_threshold up, where it is larger
-# than smc.max_payload; below, it copies), and the same memory through the
-# copy path (group_send_copy). Each figure is bytes of one sender's stream
+# (group_send_mem_async, several buffers in flight: no copy from
+# group.copy_threshold up, where it is larger than smc.max_payload; below,
+# it copies), the same one at a time (group_send_mem, which returns once
+# every member has it), and the same memory through the copy path
+# (group_send_copy). Each figure is bytes of one sender's stream
 # every member has per second (the sender's own delivery of the last
 # message ends the clock). The SUMMARY's ratio is in place over lease at
 # 16 MiB; copy_threshold_bytes is the setting the run used. MB = 2^20 bytes.
@@ -46,21 +48,21 @@ thr=$(sed -n 's/^CONFIG copy_threshold=\([0-9]*\).*/\1/p' "$OUT/f.0")
 smcmax=$(sed -n 's/^CONFIG .*smc_max_payload=\([0-9]*\).*/\1/p' "$OUT/f.0")
 echo
 echo "Ordered sends, 1 sender, 3 members, same VM run (MB = 2^20 bytes; group.copy_threshold = $thr, smc.max_payload = $smcmax)"
-printf "%10s %12s %14s %12s %10s %10s\n" size_bytes lease_MBps in_place_MBps copy_MBps in_place_path ratio_ip
-csv_header foreign size_bytes lease_MBps in_place_MBps copy_MBps in_place_path ratio_in_place_vs_lease
+printf "%10s %12s %14s %15s %12s %10s %10s\n" size_bytes lease_MBps in_place_MBps in_place_wait_MBps copy_MBps in_place_path ratio_ip
+csv_header foreign size_bytes lease_MBps in_place_MBps in_place_wait_MBps copy_MBps in_place_path ratio_in_place_vs_lease
 for k in ${SIZES//,/ }; do
     s=$((k * 1024))
-    l=$(get lease $s MBps) p=$(get in_place $s MBps) c=$(get copy $s MBps)
+    l=$(get lease $s MBps) p=$(get in_place $s MBps) w=$(get in_place_wait $s MBps) c=$(get copy $s MBps)
     n=$(get in_place $s in_place)
-    [ -n "$l" ] && [ -n "$p" ] && [ -n "$c" ] || { fail "size $s: missing a figure: no SUMMARY"; exit 1; }
+    [ -n "$l" ] && [ -n "$p" ] && [ -n "$w" ] && [ -n "$c" ] || { fail "size $s: missing a figure: no SUMMARY"; exit 1; }
     path=copy
     [ "${n:-0}" -gt 0 ] && path=in_place
     r=$(awk -v a="$p" -v b="$l" 'BEGIN { printf "%.3f", a / b }')
-    printf "%10s %12s %14s %12s %10s %10s\n" "$s" "$l" "$p" "$c" "$path" "$r"
-    csv_row foreign "$s" "$l" "$p" "$c" "$path" "$r"
+    printf "%10s %12s %14s %15s %12s %10s %10s\n" "$s" "$l" "$p" "$w" "$c" "$path" "$r"
+    csv_row foreign "$s" "$l" "$p" "$w" "$c" "$path" "$r"
 done
 s16=$((16384 * 1024))
-L=$(get lease $s16 MBps) P=$(get in_place $s16 MBps) C=$(get copy $s16 MBps)
-[ -n "$L" ] && [ -n "$P" ] && [ -n "$C" ] || { fail "no 16 MiB figures (FOREIGN_BENCH_SIZES must hold 16384): no SUMMARY"; exit 1; }
-awk -v l="$L" -v p="$P" -v c="$C" -v t="$thr" 'BEGIN {
-    printf "SUMMARY foreign lease_MBps_16m=%.2f in_place_MBps_16m=%.2f copy_MBps_16m=%.2f ratio_in_place_vs_lease=%.3f copy_threshold_bytes=%s\n", l, p, c, p / l, t }'
+L=$(get lease $s16 MBps) P=$(get in_place $s16 MBps) W=$(get in_place_wait $s16 MBps) C=$(get copy $s16 MBps)
+[ -n "$L" ] && [ -n "$P" ] && [ -n "$W" ] && [ -n "$C" ] || { fail "no 16 MiB figures (FOREIGN_BENCH_SIZES must hold 16384): no SUMMARY"; exit 1; }
+awk -v l="$L" -v p="$P" -v w="$W" -v c="$C" -v t="$thr" 'BEGIN {
+    printf "SUMMARY foreign lease_MBps_16m=%.2f in_place_MBps_16m=%.2f copy_MBps_16m=%.2f ratio_in_place_vs_lease=%.3f in_place_wait_MBps_16m=%.2f copy_threshold_bytes=%s\n", l, p, c, p / l, w, t }'

@@ -185,6 +185,8 @@ struct group_in_place {
 	struct group_in_place *next;
 	const void *ptr;
 	size_t len;
+	bool async;             /* group_send_mem_async: no caller waits, the
+				   send_mem_done upcall tells the end */
 	bool done;
 	int code;               /* 0: delivered; else why it was not */
 	char why[SQUALL_ERRMSG_MAX];

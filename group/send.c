@@ -406,16 +406,29 @@ int group_send_copy(struct group *g, const void *ptr, size_t len,
 void group_own_done(struct group *g, const struct buf_desc *d, int code,
 		    const char *why)
 {
-	struct group_in_place *p;
+	struct group_in_place *p, **pp;
 
 	if (!group_in_place(g, d)) {
 		alloc_complete(g->a, d);
 		return;
 	}
 	group_lock(g);
-	for (p = g->in_place; p; p = p->next)
+	for (pp = &g->in_place; (p = *pp); pp = &p->next)
 		if (p->ptr == d->ptr && p->len == d->len && !p->done)
 			break;
+	if (p && p->async) {
+		/* Nobody waits: the upcall says it, once unlinked. */
+		*pp = p->next;
+		group_unlock(g);
+		if (!code) {
+			atomic_fetch_add(&g->st_in_place, 1);
+			atomic_fetch_add(&g->st_in_place_bytes, d->len);
+		}
+		g->cb.send_mem_done(g->ctx, p->ptr, p->len, code,
+				    why ? why : "");
+		free(p);
+		return;
+	}
 	if (p) {
 		p->done = true;
 		p->code = code;
@@ -427,25 +440,41 @@ void group_own_done(struct group *g, const struct buf_desc *d, int code,
 
 void group_in_place_end(struct group *g)
 {
+	struct group_in_place *p, **pp, *ended = NULL;
+	char why[SQUALL_ERRMSG_MAX];
+
+	snprintf(why, sizeof(why), "member %u: the group closed before every "
+		 "member had the message", g->my_id);
 	group_lock(g);
-	for (struct group_in_place *p = g->in_place; p; p = p->next) {
-		if (p->done)
+	for (pp = &g->in_place; (p = *pp);) {
+		if (p->async) {
+			*pp = p->next;
+			p->next = ended;
+			ended = p;
 			continue;
-		p->done = true;
-		p->code = -ESHUTDOWN;
-		snprintf(p->why, sizeof(p->why), "member %u: the group closed "
-			 "before every member had the message", g->my_id);
+		}
+		if (!p->done) {
+			p->done = true;
+			p->code = -ESHUTDOWN;
+			snprintf(p->why, sizeof(p->why), "%s", why);
+		}
+		pp = &p->next;
 	}
 	pthread_cond_broadcast(&g->room);
 	while (g->in_place_callers)
 		group_cond_wait(&g->room, g);
 	group_unlock(g);
+	while ((p = ended)) {
+		ended = p->next;
+		g->cb.send_mem_done(g->ctx, p->ptr, p->len, -ESHUTDOWN, why);
+		free(p);
+	}
 }
 
 /* Send the caller's memory in place: RDMC's block writes read it through
  * the registration cache; wait until the message is done with. */
 static int send_in_place(struct group *g, const void *ptr, size_t len,
-			 int timeout_ms, struct squall_error *err)
+			 int timeout_ms, bool async, struct squall_error *err)
 {
 	struct group_in_place *p = calloc(1, sizeof(*p)), **pp;
 	const struct buf_desc d = { (void *)ptr, len };
@@ -455,6 +484,7 @@ static int send_in_place(struct group *g, const void *ptr, size_t len,
 		return squall_error_set(err, -ENOMEM, "out of memory");
 	p->ptr = ptr;
 	p->len = len;
+	p->async = async;
 	group_lock(g);
 	for (struct group_in_place *q = g->in_place; q; q = q->next) {
 		if (q->ptr == ptr && !q->done) {
@@ -485,6 +515,14 @@ static int send_in_place(struct group *g, const void *ptr, size_t len,
 	if (!r)
 		r = send_large(g, &d, timeout_ms, err);
 	group_lock(g);
+	if (async && !r) {
+		/* The record is group_own_done's now (maybe gone already). */
+		g->in_place_callers--;
+		pthread_cond_broadcast(&g->room);
+		group_unlock(g);
+		atomic_fetch_add(&g->st_sent, 1);
+		return GROUP_SENT_IN_PLACE;
+	}
 	/* Sent: wait for its end, whatever the views (a view change sends it
 	 * again from the same memory, or the stop reports it). */
 	while (!r && !p->done)
@@ -506,14 +544,18 @@ static int send_in_place(struct group *g, const void *ptr, size_t len,
 	return r;
 }
 
-int group_send_mem(struct group *g, const void *ptr, size_t len,
-		   int timeout_ms, struct squall_error *err)
+static int send_mem(struct group *g, const void *ptr, size_t len,
+		    int timeout_ms, bool async, struct squall_error *err)
 {
 	int r;
 
 	squall_error_clear(err);
 	if ((r = usable(g, err)))
 		return r;
+	if (async && !g->cb.send_mem_done)
+		return squall_error_set(err, -EINVAL, "member %u: "
+			"group_send_mem_async needs the send_mem_done upcall",
+			g->my_id);
 	if (!ptr || !len)
 		return squall_error_set(err, -EINVAL, "member %u: nothing to "
 					"send", g->my_id);
@@ -537,7 +579,19 @@ int group_send_mem(struct group *g, const void *ptr, size_t len,
 	if (len <= g->cfg.smc_max_payload || len < g->cfg.copy_threshold ||
 	    group_nowait(g))
 		return send_copy(g, ptr, len, timeout_ms, err);
-	return send_in_place(g, ptr, len, timeout_ms, err);
+	return send_in_place(g, ptr, len, timeout_ms, async, err);
+}
+
+int group_send_mem(struct group *g, const void *ptr, size_t len,
+		   int timeout_ms, struct squall_error *err)
+{
+	return send_mem(g, ptr, len, timeout_ms, false, err);
+}
+
+int group_send_mem_async(struct group *g, const void *ptr, size_t len,
+			 int timeout_ms, struct squall_error *err)
+{
+	return send_mem(g, ptr, len, timeout_ms, true, err);
 }
 
 int group_release(struct group *g, const struct buf_desc *d)

@@ -22,9 +22,10 @@
  *  - group_close() flushes: every message any member sent before it closed
  *    is delivered on every member before it returns.
  *
- * Upcalls never run two at a time. deliver, p2p_receive, send_failed and
- * failure run on the member's progress thread, deliveries in delivery
- * order. view runs inside group_create() (and group_join()) for the
+ * Upcalls never run two at a time. deliver, p2p_receive, send_failed,
+ * send_mem_done and failure run on the member's progress thread,
+ * deliveries in delivery order (send_mem_done also inside group_close()
+ * for the sends it ended). view runs inside group_create() (and group_join()) for the
  * first view and on the group's view thread for every later one, before
  * anything of that view is delivered; state_save runs on the view thread
  * too, while nothing is delivered, and state_load inside group_join().
@@ -137,6 +138,14 @@ struct group_callbacks {
 	/* On the joiner, before anything is delivered to it: the state the
 	 * group had when it joined. May be NULL. */
 	void (*state_load)(void *ctx, const void *data, size_t len);
+	/* Memory group_send_mem_async() sent in place is the caller's
+	 * again: code 0 once every member has the message and this member
+	 * delivered it, else why not (group_send_mem's errors). Runs on the
+	 * progress thread, or inside group_close() for sends the close ended
+	 * (-ESHUTDOWN). Required by group_send_mem_async; may be NULL
+	 * otherwise. */
+	void (*send_mem_done)(void *ctx, const void *ptr, size_t len,
+			      int code, const char *why);
 };
 
 /* Load the group file at cfg_path and create member my_id's end of the
@@ -252,6 +261,20 @@ int group_send_copy(struct group *g, const void *ptr, size_t len,
  * lease sent already or free. */
 int group_send_mem(struct group *g, const void *ptr, size_t len,
 		   int timeout_ms, struct squall_error *err);
+
+/* group_send_mem_async returns this when it sent in place. */
+#define GROUP_SENT_IN_PLACE 1
+
+/* group_send_mem that does not wait for the end of an in-place send, so
+ * that several can be in flight (at most 8 large messages per member, as
+ * with leases): it returns GROUP_SENT_IN_PLACE once the message is sent,
+ * and the send_mem_done upcall says when the memory is the caller's again
+ * (with 0, or the error group_send_mem would have returned); until then
+ * the memory must stay mapped and unchanged. On the other paths (a lease,
+ * a copy) it returns 0 or an error as group_send_mem, and no upcall
+ * follows. -EINVAL when cb->send_mem_done is NULL. */
+int group_send_mem_async(struct group *g, const void *ptr, size_t len,
+			 int timeout_ms, struct squall_error *err);
 
 /* The largest point-to-point message. */
 size_t group_p2p_max(const struct group *g);

@@ -2,7 +2,8 @@
 # member 0 sends from malloc'd memory freed and allocated again at the
 # same address with new bytes, from a range unmapped and mapped again,
 # from a merged range after a partial unmap, small foreign memory (the
-# copy path), memory not mapped at all (-EFAULT, nothing sent), and a
+# copy path), three ranges in flight at once with group_send_mem_async,
+# memory not mapped at all (-EFAULT, nothing sent), and a
 # range unmapped while it is sent. Every member checks
 # every byte of every message it delivers, all deliver the same rounds in
 # one order, in-place sends copy nothing, and the unmapped one is either
@@ -47,9 +48,14 @@ stat() { # WHEN KEY: KEY's value in member 0's STATS line of WHEN
 # Every in-place send's first block misses or hits the cache, and memory
 # mapped anew at a cached address must miss.
 [ "$(stat in_place cache_misses)" -ge 6 ] || fail "fewer registration cache misses ($(stat in_place cache_misses)) than new mappings sent (6)"
-[ "$(stat copied copies)" -eq $(( $(stat in_place copies) + 2 )) ] ||
+grep -q '^ASYNC done=3 failed=0' "$out0" || fail "group_send_mem_async: $(grep '^ASYNC' "$out0")"
+[ "$(stat async sent_in_place)" -eq $(( $(stat in_place sent_in_place) + 3 )) ] &&
+    [ "$(stat async copies)" = "$(stat in_place copies)" ] ||
+    fail "the three async sends were not counted in place, or copied"
+echo "ok: group_send_mem_async: 3 in flight at once, 3 send_mem_done upcalls with 0, no copy"
+[ "$(stat copied copies)" -eq $(( $(stat async copies) + 2 )) ] ||
     fail "the two small foreign sends were not counted as copies"
-[ "$(stat copied bytes_copied)" -eq $(( $(stat in_place bytes_copied) + 20480 )) ] ||
+[ "$(stat copied bytes_copied)" -eq $(( $(stat async bytes_copied) + 20480 )) ] ||
     fail "bytes_copied did not grow by 20480"
 echo "ok: counters: 10 in place ($(stat in_place bytes_in_place) bytes, copies unchanged at $(stat in_place copies)), 2 copied (20480 bytes), cache misses $(stat in_place cache_misses), hits $(stat in_place cache_hits)"
 grep -q '^UNMAPPED rc=-14 ' "$out0" || fail "a send of memory not mapped: $(grep '^UNMAPPED' "$out0")"

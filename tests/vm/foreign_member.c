@@ -14,6 +14,8 @@
  *   - two halves of one range, then the whole range (one cached
  *     registration over both), then the whole range again after its
  *     second quarter was unmapped and mapped anew;
+ *   - three mapped ranges in flight at once (group_send_mem_async), each
+ *     unmapped once its send_mem_done upcall said it is done with;
  *   - small foreign memory (copied: counted in copies);
  *   - memory not mapped (refused with -EFAULT, nothing sent);
  *   - a range another thread unmaps while it is being sent: the send
@@ -55,6 +57,8 @@ struct member {
 	struct group *g;
 	uint64_t delivered, bad, hash;
 	volatile bool end;        /* member 0's last message, 1 byte */
+	unsigned async_done;      /* send_mem_done upcalls, code 0 */
+	unsigned async_failed;
 };
 
 static uint64_t mix(uint64_t x)
@@ -119,6 +123,21 @@ static bool deliver(void *ctx, uint32_t sender, uint64_t seq,
 	m->delivered++;
 	m->hash = mix(m->hash ^ ((uint64_t)h.round << 32 | (d->len / 4096)));
 	return false;
+}
+
+static void mem_done(void *ctx, const void *ptr, size_t len, int code,
+		     const char *why)
+{
+	struct member *m = ctx;
+
+	(void)ptr;
+	(void)len;
+	if (code) {
+		fprintf(stderr, "foreign_member: member %u: in-place send "
+			"failed: %s\n", m->id, why);
+		__atomic_add_fetch(&m->async_failed, 1, __ATOMIC_RELEASE);
+	}
+	__atomic_add_fetch(&m->async_done, 1, __ATOMIC_RELEASE);
 }
 
 static void die(const struct member *m, const char *what,
@@ -252,6 +271,37 @@ static void sender(struct member *m)
 	munmap(p, 4 * MIB);
 	stats_line(m, "in_place");
 
+	/* Three in flight at once (group_send_mem_async), each unmapped once
+	 * its send_mem_done upcall came. */
+	{
+		void *a[3];
+		struct squall_error err = { 0 };
+		int n = 0;
+
+		for (int i = 0; i < 3; i++) {
+			uint32_t r = round_no++;
+			int rc;
+
+			a[i] = map(2 * MIB, NULL);
+			if (!a[i])
+				die(m, "mmap", NULL);
+			fill(a[i], 2 * MIB, r, 0, mix(r + 1000));
+			rc = group_send_mem_async(m->g, a[i], 2 * MIB, -1, &err);
+			printf("SEND round=%u len=%u rc=%d what=async addr=%p%s%s\n",
+			       r, 2 * MIB, rc == GROUP_SENT_IN_PLACE ? 0 : rc,
+			       a[i], rc < 0 ? " why=" : "", rc < 0 ? err.msg : "");
+			if (rc != GROUP_SENT_IN_PLACE)
+				die(m, "group_send_mem_async", &err);
+			n++;
+		}
+		while (__atomic_load_n(&m->async_done, __ATOMIC_ACQUIRE) < (unsigned)n)
+			usleep(1000);
+		printf("ASYNC done=%u failed=%u\n", m->async_done, m->async_failed);
+		for (int i = 0; i < 3; i++)
+			munmap(a[i], 2 * MIB);
+	}
+	stats_line(m, "async");
+
 	/* Small foreign memory: copied. */
 	p = malloc(16384);
 	q = malloc(4096);
@@ -324,7 +374,8 @@ int main(int argc, char **argv)
 {
 	static struct member mem;
 	struct member *m = &mem;
-	struct group_callbacks cb = { .deliver = deliver };
+	struct group_callbacks cb = { .deliver = deliver,
+				      .send_mem_done = mem_done };
 	struct squall_error err = { 0 };
 	struct group_config *cfg = calloc(1, sizeof(*cfg));
 	const char *sets[8], *path = NULL;
