@@ -5,8 +5,8 @@
  *             (group_ordered_send; the group gives it back);
  *   in_place  malloc'd memory sent with group_send_mem_async (in place
  *             from group.copy_threshold and above smc.max_payload, else
- *             copied), up to 8 buffers in flight (as many as 256 MiB
- *             hold);
+ *             copied), up to 8 buffers in flight (as many as half the
+ *             region holds: every receiver leases one per message);
  *   in_place_wait  the same with group_send_mem, one at a time (each
  *             call returns once every member has the message);
  *   copy      the same memory through group_send_copy (always copied).
@@ -210,8 +210,10 @@ int main(int argc, char **argv)
 			unsigned reps = n < 6 ? 6 : n > 400 ? 400 : (unsigned)n;
 			char *mem;
 
-			/* As many buffers as 256 MiB hold, up to NBUF_MAX. */
-			b->nbuf = (unsigned)((256u << 20) / size);
+			/* As many buffers as half a receiver's region holds
+			 * (each receiver leases one per message in flight),
+			 * up to NBUF_MAX. */
+			b->nbuf = (unsigned)(cfg->region_size / 2 / size);
 			if (b->nbuf > NBUF_MAX)
 				b->nbuf = NBUF_MAX;
 			if (b->nbuf < 1)
