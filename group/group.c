@@ -415,6 +415,7 @@ void group_stats_in_view(struct group *g, struct group_stats *st)
 				  atomic_load(&g->st_old_copies),
 		.p2p_sent = atomic_load(&g->st_p2p_sent),
 		.p2p_received = atomic_load(&g->st_p2p_received),
+		.p2p_use_once = atomic_load(&g->st_p2p_use_once),
 		.send_waits = atomic_load(&g->st_waits) + ss.send_waits +
 			      atomic_load(&g->st_old_waits),
 		.epoch = epoch,

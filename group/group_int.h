@@ -98,6 +98,7 @@
 /* wr_id tags of the group's own requests (rdma/tags.h). */
 #define GROUP_WR_SMC SQUALL_WR_TAG_SMC
 #define GROUP_WR_P2P SQUALL_WR_TAG_P2P
+#define GROUP_WR_P2P_READ SQUALL_WR_TAG_P2P_READ
 
 /* RDMC sends a member keeps in flight before group_ordered_send waits. */
 #define GROUP_RDMC_INFLIGHT 8u
@@ -270,6 +271,17 @@ struct group_epoch {
 	atomic_uint_fast64_t sent_epoch;
 	atomic_uint p2p_inflight[GROUP_CONFIG_MAX_MEMBERS];
 
+	/* Point-to-point messages through use-once regions (p2p.c), which
+	 * end with the view (group_drain ends what is left): the regions
+	 * this member opened for its peers (under p2p.c's lock), the
+	 * peers' regions it reads, in arrival order, with the READs in
+	 * flight per rank and the last id given (progress thread, or the
+	 * drain). */
+	struct group_p2p_out *p2p_out;
+	struct group_p2p_in *p2p_in;
+	unsigned p2p_reads[GROUP_CONFIG_MAX_MEMBERS];
+	uint64_t p2p_in_id;
+
 	/* Under g->lock: the RDMC sends waiting for the progress thread
 	 * (those left at the view's end go with it: their messages are in
 	 * g->own, which the view change delivers or sends again). */
@@ -435,6 +447,9 @@ struct group {
 						 silence, size or a full table */
 	atomic_uint_fast64_t st_p2p_abandoned; /* in flight when a view's
 						  node went, never completed */
+	atomic_uint_fast64_t st_p2p_use_once;  /* p2p sends through use-once
+						  regions */
+	atomic_uint_fast64_t p2p_out_id;       /* the last id p2p.c gave one */
 	atomic_uint_fast64_t st_in_place, st_in_place_bytes,
 		st_copied_bytes;       /* group_send_mem's two paths */
 	atomic_uint_fast64_t st_old_cache_hits, st_old_cache_misses;
@@ -690,12 +705,23 @@ void group_drain(struct group *g);
  * them without an upcall: group_early_p2p_free. */
 bool group_early_p2p_deliver(struct group *g);
 void group_early_p2p_free(struct group *g);
-/* p2p.c: a point-to-point send's completion (its wr_id tag
- * GROUP_WR_P2P), and a decoded point-to-point message from member rank;
- * both on the progress thread (or the drain once it stopped). */
+/* p2p.c: a point-to-point send's completion (wr_id tag GROUP_WR_P2P:
+ * a SEND, an answer, a use-once bind) and a READ's (GROUP_WR_P2P_READ),
+ * both on the progress thread or the drain once it stopped; a decoded
+ * point-to-point message (WIRE_MSG_P2P) and an answer to one of this
+ * member's use-once regions (WIRE_MSG_P2P_DONE) from member rank, on the
+ * progress thread: 0, or -EPROTO with why saying how the peer misbehaved.
+ * group_early_p2p_deliver (above) also tries again, once a pass, the
+ * reads that wait for room. group_p2p_drain: the view's node is about to
+ * go (its requests flushed): end every use-once transfer still open. */
 struct wire_msg;
 void group_p2p_done(struct group *g, const struct rdma_sq_wc *wc);
-void group_p2p_receive(struct group *g, uint32_t rank, const struct wire_msg *m);
+void group_p2p_read_done(struct group *g, const struct rdma_sq_wc *wc);
+int group_p2p_receive(struct group *g, uint32_t rank, const struct wire_msg *m,
+		      char *why, size_t why_len);
+int group_p2p_answer(struct group *g, uint32_t rank, const struct wire_msg *m,
+		     char *why, size_t why_len);
+void group_p2p_drain(struct group *g);
 int group_smc_setup(struct group *g, struct squall_error *err);
 int group_rings_exchange(struct group *g, struct squall_error *err);
 

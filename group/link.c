@@ -5,10 +5,11 @@
  *
  * The idea: one completion queue, one thread, dispatch by tag. Requests
  * carry a tag in the top byte of their wr_id (SST 'S', RDMC 'R', SMC runs
- * 'M', point-to-point sends 'P'); arrivals are told apart by their
- * immediate (SST pushes carry the pusher's rank, SMC runs SMC_IMM_TAG in
- * the top nibble, RDMC blocks the top bit) or, for SENDs, by the wire
- * message type (RDMC's READY and DONE, the group's P2P). The receives
+ * 'M', point-to-point sends 'P', their READs of use-once regions 'U');
+ * arrivals are told apart by their immediate (SST pushes carry the
+ * pusher's rank, SMC runs SMC_IMM_TAG in the top nibble, RDMC blocks the
+ * top bit) or, for SENDs, by the wire message type (RDMC's READY and
+ * DONE, the group's P2P and P2P_DONE). The receives
  * themselves are the SST's, each with a buffer for SENDs, and are posted
  * again as soon as their completion is handled.
  *
@@ -142,6 +143,10 @@ static bool take_wc(struct group *g, const struct rdma_sq_wc *wc)
 		group_p2p_done(g, wc);
 		return true;
 	}
+	if (tag == GROUP_WR_P2P_READ) {
+		group_p2p_read_done(g, wc);
+		return true;
+	}
 	if (g->v.e && rdmc_engine_handle_wc(g->v.e, wc))
 		return true;
 	return false;
@@ -205,6 +210,7 @@ static bool on_message(void *arg, uint32_t rank, const void *buf, uint32_t len)
 {
 	struct group *g = arg;
 	struct squall_error err = { 0 };
+	char why[SQUALL_ERRMSG_MAX];
 	struct wire_msg m;
 	int r;
 
@@ -219,13 +225,18 @@ static bool on_message(void *arg, uint32_t rank, const void *buf, uint32_t len)
 			return true;
 	}
 	r = wire_decode(buf, len, &m, &err);
-	if (r || m.type != WIRE_MSG_P2P) {
+	if (r || (m.type != WIRE_MSG_P2P && m.type != WIRE_MSG_P2P_DONE)) {
 		misbehaved(g, rank, "it sent a message this member cannot "
 			   "read (%u bytes): %s", len,
 			   r ? err.msg : "not a point-to-point message");
 		return true;
 	}
-	group_p2p_receive(g, rank, &m);
+	/* A message, or the answer to a use-once region of mine. */
+	r = m.type == WIRE_MSG_P2P ?
+		    group_p2p_receive(g, rank, &m, why, sizeof(why)) :
+		    group_p2p_answer(g, rank, &m, why, sizeof(why));
+	if (r)
+		misbehaved(g, rank, "%s", why);
 	return true;
 }
 
@@ -249,6 +260,9 @@ void group_drain(struct group *g)
 	 * (point-to-point buffers and headers, RDMC control messages and
 	 * transfers) comes back through their flushed completions. */
 	rdma_sq_drain(g->v.node, 1000, drain_wc, g);
+	/* Use-once transfers still open end here (their keys die, their
+	 * buffers come back, their senders are told): not abandoned. */
+	group_p2p_drain(g);
 	for (uint32_t i = 0; i < GROUP_CONFIG_MAX_MEMBERS; i++)
 		left += atomic_exchange(&g->v.p2p_inflight[i], 0);
 	atomic_fetch_add(&g->st_p2p_abandoned, left);

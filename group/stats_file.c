@@ -39,6 +39,7 @@ struct field {
 static const struct field fields[] = {
 	G(sent), G(sent_smc), G(sent_rdmc), G(delivered), G(delivered_bytes),
 	G(copies), G(payload_copies), G(p2p_sent), G(p2p_received),
+	G(p2p_use_once),
 	G(send_waits), G(wedges), G(commits), G(resent),
 	F("group.last_view_change_ms", P_GROUP, g.last_view_change_ms, true),
 	G(sends_lost), G(sends_unknown), G(p2p_abandoned), G(misbehaved),

@@ -29,10 +29,10 @@ struct hook {
 
 static const char *const die_points[] = {
 	"trim_published", "trim_adopted", "rdmc_mid", "rdmc_refused",
-	"installing", NULL,
+	"installing", "p2p_read_mid", NULL,
 };
 static const char *const fail_points[] = { "rdmc_lease", "p2p_garbage",
-					    NULL };
+					    "p2p_old_key", NULL };
 
 static struct hook hooks[] = {
 	{ .env = "SQUALL_DIE_AT", .points = die_points,

@@ -20,10 +20,15 @@
  *   rdmc_refused    a sender learnt that a receiver cannot take its
  *                   message (before it tells anyone)
  *   installing      the old view is torn down, the next not yet built
+ *   p2p_read_mid    a receiver has read half of a peer's use-once region
  * Steps to fail (SQUALL_HOOK_FAIL_POINTS):
  *   rdmc_lease      a receiver's lease of a large message's buffer
  *   p2p_garbage     a point-to-point send: its header goes out as bytes
  *                   no member can read (a peer that misbehaves)
+ *   p2p_old_key     a receiver that answered a use-once region (window
+ *                   path) READs it once more with the old key: the READ
+ *                   must fail (its result goes to stderr, "p2p_old_key:
+ *                   ..."), and the connection with it
  */
 #ifndef SQUALL_RDMA_HOOK_H
 #define SQUALL_RDMA_HOOK_H
@@ -33,8 +38,9 @@
 #include <squall/error.h>
 
 #define SQUALL_HOOK_DIE_POINTS \
-	"trim_published, trim_adopted, rdmc_mid, rdmc_refused, installing"
-#define SQUALL_HOOK_FAIL_POINTS "rdmc_lease, p2p_garbage"
+	"trim_published, trim_adopted, rdmc_mid, rdmc_refused, installing, " \
+	"p2p_read_mid"
+#define SQUALL_HOOK_FAIL_POINTS "rdmc_lease, p2p_garbage, p2p_old_key"
 
 #ifdef SQUALL_TEST_HOOKS
 void squall_hook(const char *point);

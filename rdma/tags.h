@@ -13,7 +13,10 @@
 /* wr_id tags (wr_id >> 56), each with the file that posts them. */
 #define SQUALL_WR_TAG_AUTH 0x41ull /* 'A': key exchange (rdma/conn.c) */
 #define SQUALL_WR_TAG_SMC 0x4dull  /* 'M': an SMC run (group/link.c) */
-#define SQUALL_WR_TAG_P2P 0x50ull  /* 'P': a point-to-point SEND (group/send.c) */
+#define SQUALL_WR_TAG_P2P 0x50ull  /* 'P': a point-to-point SEND, its answer,
+				      a use-once bind (group/p2p.c) */
+#define SQUALL_WR_TAG_P2P_READ 0x55ull /* 'U': a READ of a peer's use-once
+					  region (group/p2p.c) */
 #define SQUALL_WR_TAG_RDMC 0x52ull /* 'R': RDMC blocks, control, receives */
 #define SQUALL_WR_TAG_SST 0x53ull  /* 'S': SST pushes and receives (sst/) */
 
@@ -35,7 +38,12 @@ _Static_assert(SQUALL_TAGS_DISTINCT_(SQUALL_WR_TAG_AUTH, SQUALL_WR_TAG_SMC) &&
 	       SQUALL_TAGS_DISTINCT_(SQUALL_WR_TAG_SMC, SQUALL_WR_TAG_SST) &&
 	       SQUALL_TAGS_DISTINCT_(SQUALL_WR_TAG_P2P, SQUALL_WR_TAG_RDMC) &&
 	       SQUALL_TAGS_DISTINCT_(SQUALL_WR_TAG_P2P, SQUALL_WR_TAG_SST) &&
-	       SQUALL_TAGS_DISTINCT_(SQUALL_WR_TAG_RDMC, SQUALL_WR_TAG_SST),
+	       SQUALL_TAGS_DISTINCT_(SQUALL_WR_TAG_RDMC, SQUALL_WR_TAG_SST) &&
+	       SQUALL_TAGS_DISTINCT_(SQUALL_WR_TAG_P2P_READ, SQUALL_WR_TAG_AUTH) &&
+	       SQUALL_TAGS_DISTINCT_(SQUALL_WR_TAG_P2P_READ, SQUALL_WR_TAG_SMC) &&
+	       SQUALL_TAGS_DISTINCT_(SQUALL_WR_TAG_P2P_READ, SQUALL_WR_TAG_P2P) &&
+	       SQUALL_TAGS_DISTINCT_(SQUALL_WR_TAG_P2P_READ, SQUALL_WR_TAG_RDMC) &&
+	       SQUALL_TAGS_DISTINCT_(SQUALL_WR_TAG_P2P_READ, SQUALL_WR_TAG_SST),
 	       "two parts share a wr_id tag");
 _Static_assert(SQUALL_IMM_SST_LAST < SQUALL_IMM_SMC_FIRST &&
 	       SQUALL_IMM_SMC_LAST < SQUALL_IMM_RDMC_FIRST &&

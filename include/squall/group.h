@@ -17,8 +17,10 @@
  *    the receivers' own leased buffers.
  *  - every member delivers every ordered message, small and large alike,
  *    in the same total order, through the deliver upcall.
- *  - group_p2p_send() sends one member a message outside the order, which
- *    arrives through the p2p upcall: enough for request/reply.
+ *  - group_p2p_send() sends one member a message of any size outside the
+ *    order, which arrives through the p2p upcall: enough for
+ *    request/reply. Large ones are read by the receiver through a
+ *    use-once region; group_p2p_send_mem() sends any memory.
  *  - group_close() flushes: every message any member sent before it closed
  *    is delivered on every member before it returns.
  *
@@ -93,8 +95,9 @@ struct group_callbacks {
 	 * true to keep it, and give it back later with group_release(). */
 	bool (*deliver)(void *ctx, uint32_t sender, uint64_t seq,
 			const struct buf_desc *d);
-	/* A point-to-point message from member `sender`; d is valid during
-	 * the call only. May be NULL (such messages are then dropped). */
+	/* A point-to-point message from member `sender`, whole, whatever
+	 * its size; d is valid during the call only. May be NULL (such
+	 * messages are then dropped). */
 	void (*p2p_receive)(void *ctx, uint32_t sender,
 			    const struct buf_desc *d);
 	/* The view: called from group_create() before it returns (epoch
@@ -124,7 +127,9 @@ struct group_callbacks {
 	 * may not be delivered. After a stop these come, in send order, for
 	 * every own message not delivered here, once a survivor's trim
 	 * arrives or twice sst.suspect_timeout_ms after the stop (and before
-	 * group_close() returns). May be NULL. */
+	 * group_close() returns). Also for a point-to-point lease larger
+	 * than one SEND that its receiver did not read (group_p2p_send):
+	 * -ENOBUFS, -EMSGSIZE, -ENOTCONN. May be NULL. */
 	void (*send_failed)(void *ctx, const struct buf_desc *d, int code,
 			    const char *why);
 	/* State transfer to a member that joins (group_join): on the member
@@ -276,19 +281,56 @@ int group_send_mem(struct group *g, const void *ptr, size_t len,
 int group_send_mem_async(struct group *g, const void *ptr, size_t len,
 			 int timeout_ms, struct squall_error *err);
 
-/* The largest point-to-point message. */
+/* The largest point-to-point message that travels in one SEND (4076
+ * bytes). Larger ones go through a use-once region, up to what the
+ * receiver can lease from its region (group.region_size at most). */
 size_t group_p2p_max(const struct group *g);
 
 /* Send the leased buffer d to member `member` alone (not ordered with
- * anything else). The group owns the buffer until the send completes,
- * then returns it to the allocator. Never waits. Returns 0, -EMSGSIZE
- * (d->len > group_p2p_max()), -ENOENT (no such member, or this member),
- * -EINVAL, -ENOTCONN, -ENOMEM (no room for the message's header), or
- * -EAGAIN: 64 point-to-point messages to that member are still in flight,
- * or its send queue is full (send it again later). On every failure the
- * buffer is still the caller's. */
+ * anything else, nor with other point-to-point messages: a large one is
+ * delivered once read). Never waits. Up to group_p2p_max() bytes go in
+ * one SEND; the group owns the buffer until it completes. A larger lease
+ * goes through a use-once region the receiver reads (group_stats
+ * p2p_use_once); the group owns it until the receiver's answer (or the
+ * end of the view's connections), then returns it to the allocator. A
+ * receiver with no room keeps the request and tries again for up to 5 s.
+ * When a large one is not read, the send_failed upcall says so (d, code,
+ * why naming both members) before the lease goes back: -ENOBUFS (the
+ * receiver had no room in time), -EMSGSIZE (larger than its region),
+ * -ENOTCONN (the connection went first: a failure, a view change or the
+ * close; the receiver may have delivered it just before). A send from
+ * that upcall may be refused when it comes at a view's end. Returns 0,
+ * -ENOENT (no such member, or this member), -EINVAL (not a lease ready
+ * to send), -ENOTCONN, -ENOMEM (no room for the message's header), an
+ * error registering the lease for the use-once region, or -EAGAIN: 64
+ * point-to-point messages to that member are still in flight (large
+ * ones until answered), or its send queue is full (send it again later).
+ * On every failure the buffer is still the caller's. */
 int group_p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
 		   struct squall_error *err);
+
+/* Send len bytes at ptr, any memory (malloc'd, mapped, a kept delivery),
+ * to member `member` alone; ptr is the caller's again on return. Up to
+ * group_p2p_max() bytes are copied into a lease and sent as
+ * group_p2p_send does. Larger ones are sent in place through a use-once
+ * region over exactly [ptr, ptr + len), readable by that member's queue
+ * pair alone: the call returns once the receiver has read them (0) or
+ * could not, with the key dead either way. The memory must stay mapped
+ * and unchanged during the call. Waits at most timeout_ms (0: not at
+ * all; < 0: as long as it takes) for room (the lease of a copy, one of
+ * the 64 sends in flight, the send queue), then -EAGAIN or -ENOMEM;
+ * the wait for the receiver is bounded by its own: it answers within
+ * 5 s of finding no room, or its connection goes. From an upcall, or
+ * another group thread, nothing may wait for the answer that thread
+ * itself would take: any size is copied into a lease (-ENOMEM when the
+ * region has no room now) and sent as group_p2p_send sends it (its
+ * failures then come through send_failed). Returns 0, the errors of
+ * group_p2p_send, -EINVAL (ptr NULL), -EMSGSIZE (len larger than
+ * group.region_size), -EFAULT (not all mapped: nothing sent), and for an
+ * in-place send -ENOBUFS, -EMSGSIZE or -ENOTCONN as send_failed says
+ * above, err naming both members. */
+int group_p2p_send_mem(struct group *g, uint32_t member, const void *ptr,
+		       size_t len, int timeout_ms, struct squall_error *err);
 
 /* Give back a delivered message the deliver upcall kept. Returns 0 or
  * -EINVAL (d is not a kept delivery). */
@@ -351,6 +393,8 @@ struct group_stats {
 				      on send and receive: 0 */
 	uint64_t p2p_sent;
 	uint64_t p2p_received;
+	uint64_t p2p_use_once;     /* of p2p_sent, those sent through a
+				      use-once region (larger than one SEND) */
 	uint64_t send_waits;       /* sends that waited for room */
 	uint64_t epoch;            /* the current view's epoch */
 	uint64_t wedges;           /* view changes this member took part in */

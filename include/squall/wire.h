@@ -94,6 +94,11 @@ enum wire_ext_type {
  * (the sender's device has no type-2 windows): the receiver answers with a
  * plain SEND and the sender deregisters it. */
 #define WIRE_P2P_REGISTRATION 0x1u /* flag of WIRE_MSG_P2P */
+/* A P2P_DONE answer carries the USE_ONCE extension of the region it
+ * answers (so the owner finds it). With WIRE_P2P_DONE_REFUSED set the
+ * region was not read: the payload is a u32 errno value (positive) and a
+ * line of text saying why. */
+#define WIRE_P2P_DONE_REFUSED 0x1u /* flag of WIRE_MSG_P2P_DONE */
 struct wire_use_once {
 	uint64_t addr;
 	uint32_t rkey;
