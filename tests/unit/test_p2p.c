@@ -164,7 +164,8 @@ static int forged(uint8_t *buf, uint16_t flags, const uint8_t *payload,
 	e.u.use_once = region;
 	n = wire_encode(buf, GROUP_P2P_MSG_CAP, WIRE_MSG_P2P_DONE, flags, &e,
 			with_ext ? 1 : 0, plen, NULL);
-	memcpy(buf + n, payload, plen);
+	if (plen)
+		memcpy(buf + n, payload, plen);
 	return n + (int)plen;
 }
 
