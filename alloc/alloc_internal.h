@@ -3,13 +3,14 @@
  *
  * The region is cut into 4 KiB pages. A page table outside the region says,
  * for every page, which run (slab, extent, reservation or free run) it
- * belongs to, so any pointer resolves to its run in O(1). Slabs keep a free
- * bitmap (one 64-bit word per page of the slab) and every slot or extent has
- * one state byte in a side table indexed by "state index" = first page of
- * the run * 64 + slot number (a slot is at least 64 bytes, so a run of n
- * pages never needs more than 64 n indices). No allocator metadata lives in
- * the region itself: a stray write into a free buffer, by the application or
- * a peer, cannot corrupt it.
+ * belongs to, so any pointer resolves to its run in O(1). Every 64-byte
+ * window of the region has one state byte in a side table indexed by "state
+ * index" = offset / 64: a slot is at least 64 bytes, so at most one slot or
+ * extent starts in a window, and the byte of the window where it starts
+ * holds its state and where in the window it starts. Slabs keep a free
+ * bitmap with one bit per window (one 64-bit word per page of the slab).
+ * No allocator metadata lives in the region itself: a stray write into a
+ * free buffer, by the application or a peer, cannot corrupt it.
  */
 #ifndef SQUALL_ALLOC_INTERNAL_H
 #define SQUALL_ALLOC_INTERNAL_H
@@ -26,7 +27,10 @@
 #define ALLOC_LARGE ALLOC_NCLASSES   /* the stats slot of extents */
 #define ALLOC_SLAB_MIN_PAGES 16      /* every slab spans >= 64 KiB, so a
 					slab's id is its first page / 16 */
-#define ALLOC_MAG_MAX 64             /* per-thread cache depth, small classes */
+#define ALLOC_MAG_MAX 128            /* per-thread cache depth, small classes:
+					half of it is two pages of 64 B slots */
+#define ALLOC_LUT_MAX 4096u          /* requests up to this size find their
+					class in a table */
 #define ALLOC_NIL UINT32_MAX
 #define ALLOC_PRESSURE_MS 100        /* bypass caches this long after a
 					failed lease */
@@ -36,10 +40,59 @@
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
 
+/* A state byte: 0 when nothing starts in its window. Otherwise bits 4-5
+ * hold bits 4-5 of the start's offset (a start is 16-byte aligned, so
+ * these and the window say where it is) and the rest its state:
+ *
+ *   leased 0x80, delivered 0xc0     the states a release accepts: bits 0-3
+ *                                   clear, bit 7 set
+ *   free 0x01, submitted 0x02       bit 7 clear, bits 0-3 not
+ *   tomb 0x03                       a released extent's first page
+ *
+ * so that "the exact start of a lease that may be released" is one masked
+ * compare of the byte against the pointer's offset (st_releasable()):
+ * an offset whose low four bits are not zero, or whose bits 4-5 name
+ * another start, cannot match, nor can any other state. Reservations hold
+ * the free byte; their pages say what they are. */
+#define ST_POS 0x30u
+#define ST_LEASED 0x80u
+#define ST_DELIVERED 0xc0u
+#define ST_FREE 0x01u
+#define ST_SUBMITTED 0x02u
+
 /* State byte of the first page of a released extent: a second release of
- * the same pointer finds it and gets -EALREADY rather than -EINVAL. Every
- * run that reuses the page clears it. */
-#define ALLOC_TOMB 0x7f
+ * the same pointer finds it and gets -EALREADY rather than -EINVAL. It
+ * reads as free, and differs from a free slot's byte so that a stale
+ * pointer to a slot of a slab given back still gets -EINVAL. Every run
+ * that reuses the page clears it. */
+#define ALLOC_TOMB 0x03u
+
+/* The byte of a slot or extent starting at off, in state st (free,
+ * leased, submitted or delivered). off may also be the start's old byte,
+ * whose bits 4-5 are the offset's. */
+static inline unsigned char st_byte(uint64_t off, unsigned st)
+{
+	unsigned code = st == ALLOC_LEASED ? ST_LEASED :
+			st == ALLOC_DELIVERED ? ST_DELIVERED :
+			st == ALLOC_SUBMITTED ? ST_SUBMITTED : ST_FREE;
+
+	return (unsigned char)(code | (off & ST_POS));
+}
+
+/* The enum alloc_buf_state of a start's byte. */
+static inline unsigned st_state(unsigned char s)
+{
+	if (s & ST_LEASED)
+		return s & 0x40 ? ALLOC_DELIVERED : ALLOC_LEASED;
+	return (s & 0x0f) == ST_SUBMITTED ? ALLOC_SUBMITTED : ALLOC_FREE;
+}
+
+/* True when s is the byte of a lease starting exactly at off, leased or
+ * delivered: what a release may free. */
+static inline bool st_releasable(unsigned char s, uint64_t off)
+{
+	return ((s ^ (off & 0x3f)) & 0xbf) == ST_LEASED;
+}
 
 enum run_kind {
 	RUN_FREE = 0,
@@ -62,7 +115,15 @@ struct page {
 	uint32_t prev;
 };
 
-/* The constants of a size class that the hot path reads, packed together. */
+/* What a release reads of a page besides its state byte, in one word:
+ * slab pages hold (slot size + 1) << 8 | class, every other page 0, so
+ * "len <= slot size of a slab page" is one compare (len < word >> 8). */
+static inline uint32_t pinfo_slab(unsigned cls, uint32_t size)
+{
+	return (size + 1) << 8 | cls;
+}
+
+/* The constants of a size class that resolve() reads, packed together. */
 struct class_info {
 	uint32_t size;      /* slot bytes */
 	uint32_t nslots;    /* slots per slab */
@@ -95,59 +156,99 @@ struct slab {
 	uint8_t on_list;
 };
 
-/* A slot in a per-thread cache: its offset in the region / 16 (low half)
- * and its state index (high half), in one word, so that pushing a slot and
- * popping it right away is one store and one load of the same size (two
- * half-word stores read back as one word stall store forwarding). */
-typedef uint64_t mag_ent;
+/* A slot in a per-thread cache: its offset in the region / 16 (slots are
+ * 16-byte aligned and regions at most 64 GiB). Its state index is the
+ * offset / 64, its state byte's position bits the low two bits. */
+typedef uint32_t mag_ent;
 
-static inline mag_ent ent_make(uint64_t off, uint32_t sidx)
+static inline mag_ent ent_make(uint64_t off)
 {
-	return (uint64_t)sidx << 32 | (uint32_t)(off >> 4);
+	return (mag_ent)(off >> 4);
 }
 
 static inline uint64_t ent_off(mag_ent e)
 {
-	return (uint64_t)(uint32_t)e << 4;
+	return (uint64_t)e << 4;
 }
 
 static inline uint32_t ent_sidx(mag_ent e)
 {
-	return (uint32_t)(e >> 32);
+	return e >> 2;
 }
 
-struct magazine {
-	uint32_t n;
-	mag_ent ent[ALLOC_MAG_MAX];
-};
+/* A thread's cache for one allocator. Class i's free slots are
+ * ent[i][0 .. n-1], newest last. Its count and the thread's lease counter
+ * share one word, mw[i] = leases << 8 | n, so that a lease (n - 1, leases
+ * + 1) is one add and a release (n + 1) another: no counter of its own on
+ * either path. Releases follow from the invariant "pushes - pops = n -
+ * net_in[i]", where net_in counts slots refilled from the pool minus slots
+ * flushed to it (slow paths only): releases = leases + n - net_in. The
+ * words are written by the owner only (a relaxed load and store, no locked
+ * instruction) and read by alloc_stats(). */
+#define MAG_N_BITS 8
+#define MAG_N(w) ((unsigned)((w) & ((1u << MAG_N_BITS) - 1)))
+#define MAG_LEASE ((uint64_t)1 << MAG_N_BITS)
+_Static_assert(ALLOC_MAG_MAX < (1u << MAG_N_BITS), "magazine count bits");
 
-/* Counters a thread keeps for itself: written by the owner only (a relaxed
- * load and store, no locked instruction), read by alloc_stats(). */
-struct tc_counts {
-	atomic_uint_fast64_t leases;
-	atomic_uint_fast64_t releases;
-};
-
-/* A thread's cache for one allocator. */
 struct tcache {
+	/* The allocator it serves; NULL once that is destroyed (by another
+	 * thread, hence atomic), so that a later allocator at the same
+	 * address never matches. */
+	_Atomic(struct alloc *) a;
+	atomic_uint_fast64_t mw[ALLOC_NCLASSES];
+	uint8_t cap[ALLOC_NCLASSES];/* the classes' mag_cap */
 	uint64_t aid;               /* id of the allocator it serves */
-	struct alloc *a;            /* NULL once the allocator is destroyed */
 	struct tcache *a_next;      /* in a->tcs, under the registry lock */
 	struct tcache *a_prev;
 	struct tcache *t_next;      /* in the owning thread's list */
-	struct magazine mag[ALLOC_NCLASSES];
-	struct tc_counts cnt[ALLOC_NCLASSES];
+	atomic_int_fast64_t net_in[ALLOC_NCLASSES];
+	mag_ent ent[ALLOC_NCLASSES][ALLOC_MAG_MAX];
 };
+
+static inline uint64_t mag_word(struct tcache *tc, unsigned cls)
+{
+	return atomic_load_explicit(&tc->mw[cls], memory_order_relaxed);
+}
+
+static inline void mag_set(struct tcache *tc, unsigned cls, uint64_t w)
+{
+	atomic_store_explicit(&tc->mw[cls], w, memory_order_relaxed);
+}
+
+/* Slots moved from the pool into class cls of tc (negative: back). */
+static inline void mag_net(struct tcache *tc, unsigned cls, int64_t k)
+{
+	atomic_store_explicit(&tc->net_in[cls],
+		atomic_load_explicit(&tc->net_in[cls], memory_order_relaxed) + k,
+		memory_order_relaxed);
+}
+
+/* The counts of class cls in tc, read by the owner or under the registry
+ * lock (a racy snapshot then, as any counter read while it moves). */
+static inline void mag_counts(struct tcache *tc, unsigned cls,
+			      uint64_t *leases, uint64_t *releases)
+{
+	uint64_t w = mag_word(tc, cls);
+	int64_t net = atomic_load_explicit(&tc->net_in[cls],
+					   memory_order_relaxed);
+
+	*leases = w >> MAG_N_BITS;
+	*releases = *leases + MAG_N(w) - (uint64_t)net;
+}
 
 struct alloc {
 	struct alloc_head h;        /* must stay first: alloc.h reads it */
 	uint64_t id;                /* unique per allocator in the process */
 	struct page *pages;         /* npages */
-	atomic_uchar *state;        /* npages * 64 state bytes */
+	uint32_t *pinfo;            /* npages: pinfo_slab() or 0 */
+	atomic_uchar *state;        /* npages * 64 state bytes, a page's 64
+				       in one cache line */
 	atomic_int waiters;         /* threads in alloc_lease_wait() */
 	/* CLOCK_MONOTONIC ms until which releases bypass thread caches,
 	 * because a lease failed for want of space; 0: no pressure. */
 	atomic_uint_fast64_t pressure_until;
+	/* Class of a request of len <= ALLOC_LUT_MAX bytes: lut[(len-1)/16]. */
+	uint8_t lut[ALLOC_LUT_MAX / 16];
 	struct class_info ci[ALLOC_NCLASSES];
 
 	size_t map_len;             /* bytes mapped (region rounded up) */
@@ -196,6 +297,15 @@ static inline unsigned size_to_class(size_t len)
 	return 1 + 4 * (b - 6) + (unsigned)((x >> (b - 2)) & 3);
 }
 
+/* The class of a request of 1 .. ALLOC_MAX_CLASS_SIZE bytes: a table
+ * lookup up to ALLOC_LUT_MAX, size_to_class() above. */
+static inline unsigned class_of(const struct alloc *a, size_t len)
+{
+	if (likely(len <= ALLOC_LUT_MAX))
+		return a->lut[(len - 1) >> 4];
+	return size_to_class(len);
+}
+
 /* Class i's slot size: 64, then 2^b * (1 + k/4) for k = 1..4. */
 static inline size_t class_size(unsigned i)
 {
@@ -217,7 +327,7 @@ void ext_mark(struct alloc *a, uint32_t first, uint32_t npages, uint8_t kind,
 /* slab.c: the shared pool of each class. */
 void slab_init_classes(struct alloc *a);
 unsigned slab_refill(struct alloc *a, unsigned cls, mag_ent *out,
-		     unsigned want);
+		     unsigned want, unsigned max);
 void slab_flush(struct alloc *a, unsigned cls, const mag_ent *ents,
 		unsigned n);
 void slab_reclaim_empty(struct alloc *a);
@@ -233,20 +343,21 @@ void tcache_counts(struct alloc *a, unsigned i, uint64_t *leases,
 extern __thread struct tcache *alloc_tls_tc
 	__attribute__((tls_model("initial-exec")));
 
-static inline struct tcache *tcache_get(struct alloc *a)
+/* This thread's cache for a, when the TLS pointer holds it, else NULL. */
+static inline struct tcache *tcache_hit(struct alloc *a)
 {
 	struct tcache *tc = alloc_tls_tc;
 
-	if (likely(tc && tc->aid == a->id))
+	if (likely(tc && atomic_load_explicit(&tc->a, memory_order_relaxed) == a))
 		return tc;
-	return tcache_slow(a);
+	return NULL;
 }
 
-/* Relaxed counter bump by the only writer: a plain load and store. */
-static inline void count_add(atomic_uint_fast64_t *c, uint64_t v)
+static inline struct tcache *tcache_get(struct alloc *a)
 {
-	atomic_store_explicit(c, atomic_load_explicit(c, memory_order_relaxed) + v,
-			      memory_order_relaxed);
+	struct tcache *tc = tcache_hit(a);
+
+	return likely(tc) ? tc : tcache_slow(a);
 }
 
 /* lease.c: wake threads waiting for space (called after a give-back). */

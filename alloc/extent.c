@@ -99,13 +99,16 @@ uint32_t ext_alloc(struct alloc *a, uint32_t n, uint32_t align)
 void ext_mark(struct alloc *a, uint32_t first, uint32_t n, uint8_t kind,
 	      uint8_t cls)
 {
-	uint32_t p;
+	uint32_t p, info = kind == RUN_SLAB ?
+		pinfo_slab(cls, (uint32_t)class_size(cls)) : 0;
 
 	for (p = first; p < first + n; p++) {
 		a->pages[p].first = first;
 		a->pages[p].kind = kind;
 		a->pages[p].cls = cls;
-		atomic_store_explicit(&a->state[p * 64], ALLOC_FREE,
+		a->pinfo[p] = info;
+		/* Clears a tombstone; a slab rewrites every byte of its run. */
+		atomic_store_explicit(&a->state[p * 64], 0,
 				      memory_order_relaxed);
 	}
 	a->pages[first].npages = n;
@@ -121,8 +124,10 @@ void ext_free(struct alloc *a, uint32_t first)
 	assert(pg[first].kind != RUN_FREE && pg[first].first == first);
 	/* Every page of a free run says so: a stale pointer into it resolves
 	 * to nothing. */
-	for (p = first; p < first + n; p++)
+	for (p = first; p < first + n; p++) {
 		pg[p].kind = RUN_FREE;
+		a->pinfo[p] = 0;
+	}
 	/* Merge with the free run that ends just before, then with the one
 	 * that starts just after: their boundary tags say where they are. */
 	if (first > 0 && pg[first - 1].kind == RUN_FREE) {

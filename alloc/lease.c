@@ -1,14 +1,18 @@
 /*
  * lease.c - leases, their states, and the calls transports make on them.
  *
- * A lease of up to 64 KiB pops a slot from the calling thread's cache and
- * stores LEASED in its state byte; a release resolves the pointer in O(1)
- * (the page says which slab, a multiply gives the slot number), checks and
- * moves the state byte, and pushes the slot back on the cache. The state
- * byte is what keeps misuse harmless: a second release of a buffer, a
- * release of a submitted one or of a pointer that is no lease start is
- * refused before anything changes, so a slot never sits in the free pool
- * twice. The transport's calls change the byte with a compare-and-swap,
+ * A lease of up to 64 KiB finds its class in a table (up to 4 KiB), pops a
+ * slot from the calling thread's cache and stores LEASED in its state byte.
+ * A release reads two words in parallel, the byte of the pointer's 64-byte
+ * window and its page's word (pinfo_slab()), and one compare each says
+ * whether the pointer is the exact start of a leased or delivered slot and
+ * whether the length fits; then it stores FREE and pushes the slot on the
+ * cache. No lock, no locked instruction, no divide or multiply on either
+ * path. Whatever fails those compares takes the slow path, which resolves
+ * the pointer fully and says what is wrong. The state byte is what keeps
+ * misuse harmless: a second release of a buffer, a release of a submitted
+ * one or of a pointer that is no lease start is refused before anything
+ * changes, so a slot never sits in the free pool twice. The transport's calls change the byte with a compare-and-swap,
  * since they meet the application on the same buffer. Larger leases are
  * extents (extent.c) under one lock. A multi-lease takes its buffers one by
  * one and gives back what it took when one of them cannot be served.
@@ -55,7 +59,10 @@ static inline int resolve(const struct alloc *a, const void *ptr,
 			return -EINVAL;
 		w->cls = pg->cls;
 		w->first = q;
-		w->sidx = q * 64 + (uint32_t)idx;
+		w->sidx = (uint32_t)(off >> 6);
+		assert((atomic_load_explicit(&a->state[w->sidx],
+					     memory_order_relaxed) & ST_POS) ==
+		       (off & ST_POS));
 		w->size = c->size;
 		w->reserved = false;
 		return 0;
@@ -78,8 +85,7 @@ static inline int resolve(const struct alloc *a, const void *ptr,
 	return 0;
 }
 
-/* Move a state byte from one of the states in `from` (a bit mask) to `to`.
- * Returns 0, or the error that the state it found calls for. */
+/* The error that state s calls for, when a call does not accept it. */
 static inline int state_error(unsigned char s, int busy_err, int other_err)
 {
 	if (s == ALLOC_FREE)
@@ -99,11 +105,11 @@ static inline int app_change(atomic_uchar *st, unsigned from, unsigned char to,
 {
 	unsigned char s = atomic_load_explicit(st, memory_order_relaxed);
 
-	if (unlikely(!(from & (1u << s))))
-		return state_error(s, busy_err, other_err);
+	if (unlikely(!(from & (1u << st_state(s)))))
+		return state_error(st_state(s), busy_err, other_err);
 	/* release: the holder's writes to the buffer happen before the next
 	 * holder (which finds the slot through a lock) sees it. */
-	atomic_store_explicit(st, to, memory_order_release);
+	atomic_store_explicit(st, st_byte(s, to), memory_order_release);
 	return 0;
 }
 
@@ -115,9 +121,9 @@ static int xport_change(atomic_uchar *st, unsigned from, unsigned char to,
 	unsigned char s = atomic_load_explicit(st, memory_order_relaxed);
 
 	for (;;) {
-		if (!(from & (1u << s)))
-			return state_error(s, busy_err, other_err);
-		if (atomic_compare_exchange_weak_explicit(st, &s, to,
+		if (!(from & (1u << st_state(s))))
+			return state_error(st_state(s), busy_err, other_err);
+		if (atomic_compare_exchange_weak_explicit(st, &s, st_byte(s, to),
 				memory_order_acq_rel, memory_order_relaxed))
 			return 0;
 	}
@@ -173,7 +179,8 @@ static uint32_t run_get(struct alloc *a, struct tcache *tc, uint64_t len,
 		first = ext_alloc(a, (uint32_t)np, align_pages);
 		if (first != ALLOC_NIL) {
 			ext_mark(a, first, (uint32_t)np, kind, 0);
-			atomic_store_explicit(&a->state[first * 64], state,
+			atomic_store_explicit(&a->state[first * 64],
+					      st_byte(0, state),
 					      memory_order_relaxed);
 			if (kind == RUN_LARGE) {
 				a->large_leases++;
@@ -224,35 +231,48 @@ static void __attribute__((noinline)) bypass(struct alloc *a, struct tcache *tc)
 	tcache_flush_all(a, tc);
 }
 
+/* True while someone waits for space or a lease failed recently: a
+ * waiter sets the pressure before its first wait, and bypass() keeps it
+ * while anyone waits, so one word says both. */
+static inline bool need_space(const struct alloc *a)
+{
+	return atomic_load_explicit(&a->pressure_until,
+				    memory_order_relaxed) != 0;
+}
+
 /* Push a freed slot on this thread's cache (or straight to the pool when
  * the thread has none, or someone waits for space). */
 static inline void slot_put(struct alloc *a, struct tcache *tc,
 			    const struct where *w)
 {
-	const struct class_info *c = &a->ci[w->cls];
-	struct magazine *m;
+	unsigned cls = w->cls, n;
+	mag_ent *ent;
+	uint64_t mw;
 
 	if (unlikely(!tc)) {
-		mag_ent e = ent_make(w->off, w->sidx);
+		mag_ent e = ent_make(w->off);
 
-		slab_flush(a, w->cls, &e, 1);
+		slab_flush(a, cls, &e, 1);
 		return;
 	}
-	m = &tc->mag[w->cls];
-	if (unlikely(m->n >= c->mag_cap)) {
+	ent = tc->ent[cls];
+	mw = mag_word(tc, cls);
+	n = MAG_N(mw);
+	if (unlikely(n >= tc->cap[cls])) {
 		/* Give back the oldest half; the newest slots are the ones
 		 * still in this core's cache. */
-		unsigned give = m->n - c->mag_cap / 2;
+		unsigned give = n - tc->cap[cls] / 2u;
 
-		slab_flush(a, w->cls, m->ent, give);
-		memmove(m->ent, m->ent + give, (m->n - give) * sizeof(m->ent[0]));
-		m->n -= give;
+		slab_flush(a, cls, ent, give);
+		memmove(ent, ent + give, (n - give) * sizeof(ent[0]));
+		mag_net(tc, cls, -(int64_t)give);
+		mw -= give;
+		n -= give;
 	}
-	m->ent[m->n++] = ent_make(w->off, w->sidx);
+	ent[n] = ent_make(w->off);
+	mag_set(tc, cls, mw + 1);
 	/* Someone needs space: cached slots must not hide it. */
-	if (unlikely(atomic_load_explicit(&a->waiters, memory_order_relaxed) |
-		     (atomic_load_explicit(&a->pressure_until,
-					   memory_order_relaxed) != 0)))
+	if (unlikely(need_space(a)))
 		bypass(a, tc);
 }
 
@@ -266,30 +286,46 @@ static inline void give_back(struct alloc *a, const struct where *w)
 		return;
 	}
 	tc = tcache_get(a);
-	if (tc)
-		count_add(&tc->cnt[w->cls].releases, 1);
-	else
+	if (!tc)
 		tcache_count_orphan(a, w->cls);
 	slot_put(a, tc, w);
 }
 
 static bool refill(struct alloc *a, struct tcache *tc, unsigned cls)
 {
-	struct magazine *m = &tc->mag[cls];
-	unsigned want = a->cls[cls].mag_cap / 2;
+	unsigned want = a->cls[cls].mag_cap / 2, got;
 
-	m->n = slab_refill(a, cls, m->ent, want);
-	if (m->n == 0) {
+	assert(MAG_N(mag_word(tc, cls)) == 0);
+	got = slab_refill(a, cls, tc->ent[cls], want, tc->cap[cls]);
+	if (got == 0) {
 		scavenge(a, tc);
-		m->n = slab_refill(a, cls, m->ent, want);
+		got = slab_refill(a, cls, tc->ent[cls], want, tc->cap[cls]);
 	}
-	return m->n > 0;
+	mag_net(tc, cls, got);
+	mag_set(tc, cls, mag_word(tc, cls) + got);
+	return got > 0;
+}
+
+/* Pop the newest slot of class cls (mw: its word, n > 0) and mark it
+ * leased. The slot is this thread's alone until it hands the pointer out:
+ * a plain store is enough. */
+static inline mag_ent slot_pop(struct alloc *a, struct tcache *tc,
+			       unsigned cls, uint64_t mw)
+{
+	mag_ent e = tc->ent[cls][MAG_N(mw) - 1];
+
+	mag_set(tc, cls, mw - 1 + MAG_LEASE);
+	assert(atomic_load_explicit(&a->state[ent_sidx(e)], memory_order_relaxed) ==
+	       st_byte(ent_off(e), ALLOC_FREE));
+	atomic_store_explicit(&a->state[ent_sidx(e)],
+			      st_byte(ent_off(e), ALLOC_LEASED),
+			      memory_order_relaxed);
+	return e;
 }
 
 static inline int lease_one(struct alloc *a, struct tcache *tc, size_t len,
 			    struct buf_desc *out)
 {
-	struct magazine *m;
 	mag_ent e;
 	unsigned cls;
 
@@ -302,18 +338,10 @@ static inline int lease_one(struct alloc *a, struct tcache *tc, size_t len,
 		out->len = len;
 		return 0;
 	}
-	cls = size_to_class(len);
-	m = &tc->mag[cls];
-	if (unlikely(m->n == 0) && !refill(a, tc, cls))
+	cls = class_of(a, len);
+	if (unlikely(MAG_N(mag_word(tc, cls)) == 0) && !refill(a, tc, cls))
 		return -ENOMEM;
-	e = m->ent[--m->n];
-	/* The slot is this thread's alone until it hands the pointer out:
-	 * a plain store is enough. */
-	assert(atomic_load_explicit(&a->state[ent_sidx(e)], memory_order_relaxed) ==
-	       ALLOC_FREE);
-	atomic_store_explicit(&a->state[ent_sidx(e)], ALLOC_LEASED,
-			      memory_order_relaxed);
-	count_add(&tc->cnt[cls].leases, 1);
+	e = slot_pop(a, tc, cls, mag_word(tc, cls));
 	out->ptr = a->h.base + ent_off(e);
 	out->len = len;
 	return 0;
@@ -330,7 +358,7 @@ static void unwind(struct alloc *a, struct tcache *tc, size_t n,
 			assert(!"a lease just made resolves");
 			continue;
 		}
-		atomic_store_explicit(&a->state[w.sidx], ALLOC_FREE,
+		atomic_store_explicit(&a->state[w.sidx], st_byte(w.off, ALLOC_FREE),
 				      memory_order_relaxed);
 		if (w.cls == ALLOC_LARGE) {
 			pthread_mutex_lock(&a->ext_lock);
@@ -340,7 +368,7 @@ static void unwind(struct alloc *a, struct tcache *tc, size_t n,
 			pthread_mutex_unlock(&a->ext_lock);
 		} else {
 			/* Not a lease after all: take it off the count. */
-			count_add(&tc->cnt[w.cls].leases, (uint64_t)-1);
+			mag_set(tc, w.cls, mag_word(tc, w.cls) - MAG_LEASE);
 			slot_put(a, tc, &w);
 		}
 	}
@@ -352,7 +380,7 @@ static void count_failure(struct alloc *a, size_t len)
 	if (len > ALLOC_MAX_CLASS_SIZE)
 		atomic_fetch_add(&a->large_failures, 1);
 	else
-		atomic_fetch_add(&a->cls[size_to_class(len)].failures, 1);
+		atomic_fetch_add(&a->cls[class_of(a, len)].failures, 1);
 }
 
 static int lease_n(struct alloc *a, size_t n, const size_t *sizes,
@@ -382,12 +410,13 @@ static int lease_n(struct alloc *a, size_t n, const size_t *sizes,
 	return 0;
 }
 
-int alloc_lease(struct alloc *a, size_t n, const size_t *sizes,
-		struct buf_desc *out)
+/* alloc_lease() of everything but one slot from a warm cache. */
+static int __attribute__((noinline)) lease_slow(struct alloc *a, size_t n,
+						const size_t *sizes,
+						struct buf_desc *out)
 {
-	/* The common case, one slot, without the loops of lease_n(). */
-	if (likely(n == 1 && sizes && out && a &&
-		   sizes[0] - 1 < ALLOC_MAX_CLASS_SIZE)) {
+	/* One slot, without the loops of lease_n(). */
+	if (n == 1 && sizes && out && a && sizes[0] - 1 < ALLOC_MAX_CLASS_SIZE) {
 		struct tcache *tc = tcache_get(a);
 
 		if (likely(tc)) {
@@ -399,6 +428,30 @@ int alloc_lease(struct alloc *a, size_t n, const size_t *sizes,
 		}
 	}
 	return lease_n(a, n, sizes, out, true);
+}
+
+int alloc_lease(struct alloc *a, size_t n, const size_t *sizes,
+		struct buf_desc *out)
+{
+	/* The hit path: one slot, this thread's cache for a, a slot in it. */
+	if (likely(n == 1 && sizes && out && a)) {
+		size_t len = sizes[0];
+		struct tcache *tc = tcache_hit(a);
+
+		if (likely(len - 1 < ALLOC_MAX_CLASS_SIZE && tc)) {
+			unsigned cls = class_of(a, len);
+			uint64_t mw = mag_word(tc, cls);
+
+			if (likely(MAG_N(mw))) {
+				mag_ent e = slot_pop(a, tc, cls, mw);
+
+				out->ptr = a->h.base + ent_off(e);
+				out->len = len;
+				return 0;
+			}
+		}
+	}
+	return lease_slow(a, n, sizes, out);
 }
 
 int alloc_lease_wait(struct alloc *a, size_t n, const size_t *sizes,
@@ -418,6 +471,8 @@ int alloc_lease_wait(struct alloc *a, size_t n, const size_t *sizes,
 		deadline.tv_sec++;
 		deadline.tv_nsec -= 1000000000L;
 	}
+	/* From here on releases bypass the caches (need_space()). */
+	pressure_on(a);
 	atomic_fetch_add(&a->waiters, 1);
 	for (;;) {
 		/* Read the give-back count before trying, so a give-back
@@ -443,7 +498,11 @@ int alloc_lease_wait(struct alloc *a, size_t n, const size_t *sizes,
 	return rc;
 }
 
-int alloc_release(struct alloc *a, const struct buf_desc *d)
+/* alloc_release() of what the hit path below does not take: extents,
+ * a full or missing cache, and every misuse, which resolve() and the state
+ * byte sort out. */
+static int __attribute__((noinline)) release_slow(struct alloc *a,
+						  const struct buf_desc *d)
 {
 	struct where w;
 	int rc = resolve(a, d->ptr, &w);
@@ -461,6 +520,41 @@ int alloc_release(struct alloc *a, const struct buf_desc *d)
 		return rc;
 	give_back(a, &w);
 	return 0;
+}
+
+int alloc_release(struct alloc *a, const struct buf_desc *d)
+{
+	uint64_t off = (uintptr_t)d->ptr - (uintptr_t)a->h.base;
+
+	/* The hit path: the exact start of a leased or delivered slot whose
+	 * slot holds d->len, and room in this thread's cache. The byte of
+	 * the window and the page word are read in parallel; everything
+	 * else, misuse included, goes to release_slow(), before any store. */
+	if (likely(off < a->h.len)) {
+		atomic_uchar *st = &a->state[off >> 6];
+		unsigned char s = atomic_load_explicit(st, memory_order_relaxed);
+		uint32_t info = a->pinfo[off >> ALLOC_PAGE_SHIFT];
+		struct tcache *tc = tcache_hit(a);
+
+		if (likely(st_releasable(s, off) && d->len < (info >> 8) && tc)) {
+			unsigned cls = info & 0xff;
+			uint64_t mw = mag_word(tc, cls);
+
+			if (likely(MAG_N(mw) < tc->cap[cls])) {
+				/* As in app_change(): the holder's writes
+				 * happen before the next holder's. */
+				atomic_store_explicit(st,
+					st_byte(s, ALLOC_FREE),
+					memory_order_release);
+				tc->ent[cls][MAG_N(mw)] = ent_make(off);
+				mag_set(tc, cls, mw + 1);
+				if (unlikely(need_space(a)))
+					bypass(a, tc);
+				return 0;
+			}
+		}
+	}
+	return release_slow(a, d);
 }
 
 int alloc_release_n(struct alloc *a, size_t n, const struct buf_desc *d)
@@ -552,7 +646,8 @@ int alloc_state(struct alloc *a, const void *ptr)
 		return rc;
 	if (w.reserved)
 		return ALLOC_RESERVED;
-	return atomic_load_explicit(&a->state[w.sidx], memory_order_acquire);
+	return (int)st_state(atomic_load_explicit(&a->state[w.sidx],
+						  memory_order_acquire));
 }
 
 int alloc_reserve(struct alloc *a, size_t size, size_t align,

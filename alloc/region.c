@@ -66,10 +66,16 @@ static int alloc_tables(struct alloc *a)
 	size_t n = a->npages;
 
 	a->pages = calloc(n, sizeof(*a->pages));
-	a->state = calloc(n * 64, sizeof(*a->state));
+	a->pinfo = calloc(n, sizeof(*a->pinfo));
+	/* Mapped, so that it is page aligned (a page's state bytes are one
+	 * cache line) and zero without being touched. */
+	a->state = mmap(NULL, n * 64, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (a->state == MAP_FAILED)
+		a->state = NULL;
 	a->freebits = calloc(n, sizeof(*a->freebits));
 	a->slabs = calloc(n / ALLOC_SLAB_MIN_PAGES + 1, sizeof(*a->slabs));
-	if (!a->pages || !a->state || !a->freebits || !a->slabs)
+	if (!a->pages || !a->pinfo || !a->state || !a->freebits || !a->slabs)
 		return -ENOMEM;
 	return 0;
 }
@@ -77,7 +83,9 @@ static int alloc_tables(struct alloc *a)
 static void free_tables(struct alloc *a)
 {
 	free(a->pages);
-	free((void *)a->state);
+	free(a->pinfo);
+	if (a->state)
+		munmap((void *)a->state, a->npages * (size_t)64);
 	free(a->freebits);
 	free(a->slabs);
 }

@@ -5,7 +5,8 @@
  * 160, ...), so a request never wastes more than a fifth of its slot. A
  * slab is one page run of at least 64 KiB (eight slots for the largest
  * classes) carved from the extent allocator; its free slots are bits in a
- * bitmap kept outside the region. Threads do not come here for every
+ * bitmap kept outside the region, one bit per 64-byte window, set for the
+ * windows where a free slot starts. Threads do not come here for every
  * lease: their caches (tcache.c) take and give back slots in batches, under
  * the class lock. A class keeps its empty slabs until some request finds
  * the region full: then slab_reclaim_empty() gives them back to the extent
@@ -24,7 +25,7 @@ void slab_init_classes(struct alloc *a)
 
 	for (i = 0; i < ALLOC_NCLASSES; i++) {
 		struct size_class *c = &a->cls[i];
-		uint32_t bytes, cap;
+		uint32_t bytes, cap, k;
 
 		c->size = (uint32_t)class_size(i);
 		bytes = c->size * SLAB_MIN_SLOTS;
@@ -37,6 +38,11 @@ void slab_init_classes(struct alloc *a)
 		c->magic = ((uint64_t)1 << 40) / c->size + 1;
 		a->ci[i] = (struct class_info){ c->size, c->nslots, c->mag_cap,
 						c->magic };
+		/* Requests of 16 (k - 1) + 1 .. 16 k bytes share a class: class
+		 * sizes are multiples of 16. */
+		for (k = 0; k < ALLOC_LUT_MAX / 16; k++)
+			if (size_to_class(16 * (k + 1)) == i)
+				a->lut[k] = (uint8_t)i;
 		c->partial = ALLOC_NIL;
 		pthread_mutex_init(&c->lock, NULL);
 		/* A slab's state indices must fit in its pages' share. */
@@ -74,7 +80,7 @@ static void list_del(struct alloc *a, struct size_class *c, uint32_t id)
 static uint32_t slab_carve(struct alloc *a, unsigned cls)
 {
 	struct size_class *c = &a->cls[cls];
-	uint32_t first, id, w, nw;
+	uint32_t first, id, i;
 
 	pthread_mutex_lock(&a->ext_lock);
 	first = ext_alloc(a, c->npages, 1);
@@ -86,13 +92,19 @@ static uint32_t slab_carve(struct alloc *a, unsigned cls)
 	id = first / ALLOC_SLAB_MIN_PAGES;
 	a->slabs[id].first = first;
 	a->slabs[id].nfree = c->nslots;
-	nw = (c->nslots + 63) / 64;
-	/* Old runs may have left tombstones in these state bytes. */
-	memset((void *)&a->state[first * 64], ALLOC_FREE, c->nslots);
-	for (w = 0; w < nw; w++)
-		a->freebits[first + w] = ~(uint64_t)0;
-	if (c->nslots % 64)
-		a->freebits[first + nw - 1] = ((uint64_t)1 << (c->nslots % 64)) - 1;
+	/* Old runs may have left bytes and tombstones in these windows. */
+	memset((void *)&a->state[first * 64], 0, (size_t)c->npages * 64);
+	memset(&a->freebits[first], 0, c->npages * sizeof(a->freebits[0]));
+	for (i = 0; i < c->nslots; i++) {
+		uint64_t off = ((uint64_t)first << ALLOC_PAGE_SHIFT) +
+			       (uint64_t)i * c->size;
+		uint32_t b = (uint32_t)(off >> 6) - first * 64;
+
+		atomic_store_explicit(&a->state[off >> 6],
+				      st_byte(off, ALLOC_FREE),
+				      memory_order_relaxed);
+		a->freebits[first + b / 64] |= (uint64_t)1 << (b % 64);
+	}
 	list_add(a, c, id);
 	c->nslabs++;
 	c->nempty++;
@@ -109,29 +121,32 @@ static void slab_return(struct alloc *a, struct size_class *c, uint32_t id)
 	pthread_mutex_unlock(&a->ext_lock);
 }
 
-/* Take up to `want` free slots of slab id into out. */
+/* Take free slots of slab id into out: page by page (a bitmap word, and
+ * the one cache line of state bytes of those slots), every free slot of a
+ * page while that fits in max, until there are want. A thread's slots then
+ * share no state line, and as far as the class allows no data line, with
+ * another thread's, so two threads' hit paths do not write one line. */
 static unsigned slab_take(struct alloc *a, struct size_class *c, uint32_t id,
-			  mag_ent *out, unsigned want)
+			  mag_ent *out, unsigned want, unsigned max)
 {
 	struct slab *s = &a->slabs[id];
-	uint32_t nw = (c->nslots + 63) / 64, w;
+	uint32_t w;
 	unsigned got = 0;
 
 	if (s->nfree == c->nslots)
 		c->nempty--;
-	for (w = 0; w < nw && got < want; w++) {
+	for (w = 0; w < c->npages && got < want; w++) {
 		uint64_t *word = &a->freebits[s->first + w];
 
-		while (*word && got < want) {
-			uint32_t idx = w * 64 + (uint32_t)__builtin_ctzll(*word);
-			uint64_t off = ((uint64_t)s->first << ALLOC_PAGE_SHIFT) +
-				       (uint64_t)idx * c->size;
+		while (*word && got < max) {
+			uint32_t sidx = (s->first + w) * 64 +
+					(uint32_t)__builtin_ctzll(*word);
+			unsigned char st = atomic_load_explicit(&a->state[sidx],
+						memory_order_relaxed);
 
 			*word &= *word - 1;
-			out[got] = ent_make(off, s->first * 64 + idx);
-			assert(atomic_load_explicit(&a->state[ent_sidx(out[got])],
-				memory_order_relaxed) == ALLOC_FREE);
-			got++;
+			assert((st & ~ST_POS) == ST_FREE);
+			out[got++] = ent_make((uint64_t)sidx * 64 + (st & ST_POS));
 		}
 	}
 	s->nfree -= got;
@@ -141,7 +156,7 @@ static unsigned slab_take(struct alloc *a, struct size_class *c, uint32_t id,
 }
 
 unsigned slab_refill(struct alloc *a, unsigned cls, mag_ent *out,
-		     unsigned want)
+		     unsigned want, unsigned max)
 {
 	struct size_class *c = &a->cls[cls];
 	unsigned got = 0;
@@ -154,7 +169,7 @@ unsigned slab_refill(struct alloc *a, unsigned cls, mag_ent *out,
 			id = slab_carve(a, cls);
 		if (id == ALLOC_NIL)
 			break;
-		got += slab_take(a, c, id, out + got, want - got);
+		got += slab_take(a, c, id, out + got, want - got, max - got);
 	}
 	c->out += got;
 	if (c->out * c->size > c->high_water)

@@ -3,11 +3,14 @@
  *
  * The hot path of a lease or a release touches only the calling thread's
  * cache: a stack of free slots per class, taken from and given back to the
- * shared pool in batches of half a magazine. A thread finds its cache for
+ * shared pool in batches (refills of whole pages, half a magazine or more;
+ * flushes of half a magazine). A thread finds its cache for
  * an allocator through one initial-exec TLS pointer, checked against the
- * allocator's unique id (an address could be reused by a later allocator,
- * an id is not). A thread that uses several allocators keeps a list of
- * caches and switches the pointer on the slow path.
+ * cache's allocator pointer, which destroying the allocator clears in
+ * every cache it has (so an address reused by a later allocator never
+ * matches a stale cache). A thread that uses several allocators keeps a
+ * list of caches, found by the allocator's unique id, and switches the
+ * pointer on the slow path.
  *
  * Lifetimes: a process-wide registry lock guards which caches belong to
  * which allocator. When a thread exits, a pthread key destructor gives its
@@ -35,8 +38,11 @@ static void tcache_retire(struct tcache *tc)
 
 	tcache_flush_all(a, tc);
 	for (i = 0; i < ALLOC_NCLASSES; i++) {
-		a->retired_leases[i] += atomic_load(&tc->cnt[i].leases);
-		a->retired_releases[i] += atomic_load(&tc->cnt[i].releases);
+		uint64_t l, r;
+
+		mag_counts(tc, i, &l, &r);
+		a->retired_leases[i] += l;
+		a->retired_releases[i] += r;
 	}
 	if (tc->a_prev)
 		tc->a_prev->a_next = tc->a_next;
@@ -91,6 +97,7 @@ static void prune_dead(void)
 struct tcache *tcache_slow(struct alloc *a)
 {
 	struct tcache *tc;
+	unsigned i;
 
 	pthread_once(&key_once, make_key);
 	pthread_mutex_lock(&registry);
@@ -106,6 +113,8 @@ struct tcache *tcache_slow(struct alloc *a)
 		}
 		tc->aid = a->id;
 		tc->a = a;
+		for (i = 0; i < ALLOC_NCLASSES; i++)
+			tc->cap[i] = (uint8_t)a->cls[i].mag_cap;
 		tc->a_next = a->tcs;
 		if (a->tcs)
 			a->tcs->a_prev = tc;
@@ -126,8 +135,11 @@ void tcache_flush_all(struct alloc *a, struct tcache *tc)
 	unsigned i;
 
 	for (i = 0; i < ALLOC_NCLASSES; i++) {
-		slab_flush(a, i, tc->mag[i].ent, tc->mag[i].n);
-		tc->mag[i].n = 0;
+		uint64_t w = mag_word(tc, i);
+
+		slab_flush(a, i, tc->ent[i], MAG_N(w));
+		mag_net(tc, i, -(int64_t)MAG_N(w));
+		mag_set(tc, i, w - MAG_N(w));
 	}
 }
 
@@ -160,8 +172,11 @@ void tcache_counts(struct alloc *a, unsigned i, uint64_t *leases,
 	l = a->retired_leases[i];
 	r = a->retired_releases[i];
 	for (tc = a->tcs; tc; tc = tc->a_next) {
-		l += atomic_load_explicit(&tc->cnt[i].leases, memory_order_relaxed);
-		r += atomic_load_explicit(&tc->cnt[i].releases, memory_order_relaxed);
+		uint64_t tl, tr;
+
+		mag_counts(tc, i, &tl, &tr);
+		l += tl;
+		r += tr;
 	}
 	pthread_mutex_unlock(&registry);
 	*leases = l;

@@ -1,6 +1,6 @@
 /*
  * alloc.c - lease+release cost of squall's allocator against glibc
- * malloc/free and jemalloc mallocx/dallocx, on one workload.
+ * malloc/free and jemalloc's malloc/free, on one workload.
  *
  * Each thread keeps 64 live buffers. One step releases a random one and
  * leases a new buffer of a random size in [lo, hi] in its place, and
@@ -13,7 +13,10 @@
  *
  * Built twice: `alloc` (squall and glibc; jemalloc not linked, because
  * Debian's libjemalloc replaces malloc in any process that links it) and
- * `alloc_jemalloc` (-DBENCH_JEMALLOC, jemalloc only).
+ * `alloc_jemalloc` (-DBENCH_JEMALLOC, jemalloc only), where malloc and free
+ * are jemalloc's. Those are jemalloc's hit path (its inlined tcache fast
+ * paths); mallocx/dallocx, even with no flags, take its general path,
+ * about 1.5x slower per step, so they would flatter squall.
  *
  * usage: alloc IMPL THREADS LO HI [ITERS [ROUNDS]]
  *   IMPL: squall | malloc (in `alloc`), jemalloc (in `alloc_jemalloc`)
@@ -90,8 +93,8 @@ run(enum impl which, void **live, size_t *livelen, const size_t *sizes,
 		switch (which) {
 #ifdef BENCH_JEMALLOC
 		case IMPL_JEMALLOC:
-			dallocx(live[k], 0);
-			live[k] = mallocx(sz, 0);
+			free(live[k]);
+			live[k] = malloc(sz);
 			break;
 #else
 		case IMPL_SQUALL: {
@@ -120,7 +123,7 @@ static void *lease_one(size_t sz)
 	switch (impl) {
 #ifdef BENCH_JEMALLOC
 	case IMPL_JEMALLOC:
-		return mallocx(sz, 0);
+		return malloc(sz);
 #else
 	case IMPL_SQUALL: {
 		struct buf_desc d;
@@ -142,7 +145,7 @@ static void release_one(void *p, size_t len)
 	switch (impl) {
 #ifdef BENCH_JEMALLOC
 	case IMPL_JEMALLOC:
-		dallocx(p, 0);
+		free(p);
 		break;
 #else
 	case IMPL_SQUALL: {

@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
 # bench/alloc.sh: lease+release of squall's allocator against glibc
-# malloc/free and jemalloc mallocx/dallocx, natively (no RDMA, no VM).
+# malloc/free and jemalloc's malloc/free, natively (no RDMA, no VM).
 #
 # Every configuration (1 and 2 threads; fixed sizes 64 B .. 64 KiB and two
 # mixes) runs the three implementations one after the other, each in its
 # own process: glibc in build/bench/alloc, which does not link jemalloc,
 # jemalloc in build/bench/alloc_jemalloc. Each process prints the median
 # over rounds of ns per step (one lease + one release, the thread's CPU
-# time) and Mops/s (steps per second of all threads, wall clock). The
-# headline configuration (1 thread, 64 B-4 KiB, 64 live buffers) runs
-# REPEAT times and its figures are the medians of those runs.
+# time) and Mops/s (steps per second of all threads, wall clock). Every
+# configuration runs REPEAT times (at least 5), the three implementations
+# taking turns, and its figures are the medians of those runs. The
+# headline is 1 thread, 64 B-4 KiB, 64 live buffers; min_ratio_vs_jemalloc
+# is the lowest vs_jemalloc of the fixed-size rows at every thread count.
 #
 # usage: scripts/bench alloc [ITERS [ROUNDS [REPEAT]]]
 set -euo pipefail
 : "${BUILD:?run through scripts/bench}"
 iters=${1:-500000}
 rounds=${2:-5}
-repeat=${3:-3}
+repeat=${3:-5}
+if [ "$repeat" -lt 5 ]; then
+    echo "bench/alloc.sh: REPEAT must be at least 5" >&2
+    exit 2
+fi
 sq=$BUILD/bench/alloc
 je=$BUILD/bench/alloc_jemalloc
 for b in "$sq" "$je"; do
@@ -39,6 +45,7 @@ csv_dir alloc
 
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
+fixed=""  # "size threads squall_ns jemalloc_ns" of each fixed-size row
 configs="64:64 256:256 1024:1024 4096:4096 16384:16384 65536:65536 64:4096 64:65536"
 printf '%-12s %3s | %10s %10s %11s | %9s %9s %9s | %9s %11s\n' \
     sizes thr squall_ns malloc_ns jemalloc_ns sq_Mops mal_Mops je_Mops vs_malloc vs_jemalloc
@@ -50,8 +57,7 @@ for t in 1 2; do
     for c in $configs; do
         lo=${c%:*}
         hi=${c#*:}
-        n=1
-        [ "$t" = 1 ] && [ "$c" = 64:4096 ] && n=$repeat
+        n=$repeat
         declare -A ns=() mops=()
         for impl in squall malloc jemalloc; do
             ns[$impl]=""
@@ -83,12 +89,20 @@ for t in 1 2; do
         if [ "$t" = 1 ] && [ "$c" = 64:4096 ]; then
             head_sq=${ns[squall]} head_mal=${ns[malloc]} head_je=${ns[jemalloc]}
         fi
+        if [ "$lo" = "$hi" ]; then
+            fixed+="$lo $t ${ns[squall]} ${ns[jemalloc]}"$'\n'
+        fi
         unset ns mops
     done
 done
 echo
 echo "ns: median ns per lease+release (thread CPU time); Mops: million lease+release per second, all threads"
-echo "vs_*: reference ns / squall ns (above 1: squall is faster); 64 live buffers per thread"
-awk -v a="$head_sq" -v b="$head_mal" -v c="$head_je" 'BEGIN {
-    printf "SUMMARY alloc lease_release_ns=%.2f malloc_free_ns=%.2f jemalloc_ns=%.2f ratio_vs_malloc=%.2f ratio_vs_jemalloc=%.2f\n",
-        a, b, c, b / a, c / a }'
+echo "vs_*: reference ns / squall ns (above 1: squall is faster); 64 live buffers per thread;"
+echo "medians of $repeat runs per row"
+read -r min_ratio min_size min_thr < <(printf '%s' "$fixed" | awk '
+    { r = $4 / $3; if (NR == 1 || r < m) { m = r; s = $1; t = $2 } }
+    END { printf "%.3f %s %s\n", m, s, t }')
+awk -v a="$head_sq" -v b="$head_mal" -v c="$head_je" -v m="$min_ratio" \
+    -v ms="$min_size" -v mt="$min_thr" -v r="$repeat" 'BEGIN {
+    printf "SUMMARY alloc lease_release_ns=%.2f malloc_free_ns=%.2f jemalloc_ns=%.2f ratio_vs_malloc=%.2f ratio_vs_jemalloc=%.2f runs=%d min_ratio_size=%s min_ratio_threads=%s min_ratio_vs_jemalloc=%s\n",
+        a, b, c, b / a, c / a, r, ms, mt, m }'

@@ -105,6 +105,19 @@ static void classes_bound_waste(void **state)
 	}
 }
 
+/* The table a lease looks its class up in says what size_to_class()
+ * computes, for every size it covers. */
+static void class_table(void **state)
+{
+	struct alloc *a = mk(MiB);
+	size_t len;
+
+	(void)state;
+	for (len = 1; len <= ALLOC_MAX_CLASS_SIZE; len++)
+		assert_int_equal(class_of(a, len), size_to_class(len));
+	alloc_destroy(a);
+}
+
 /* Lease and release in every class, at its smallest and largest size. */
 static void every_class(void **state)
 {
@@ -309,6 +322,155 @@ static void misuse(void **state)
 		}
 	}
 	assert_int_equal(in_use(a), 0);
+	alloc_destroy(a);
+}
+
+/* A release checks a pointer against its 64-byte window's state byte:
+ * every offset inside a slot, in the slot's own window or in the window of
+ * the next slot, and windows where no slot starts, are refused, in every
+ * state, and refusing changes nothing. */
+static void misuse_inside_windows(void **state)
+{
+	struct alloc *a = mk(8 * MiB);
+	enum { N = 8 };
+	struct buf_desc d[N];
+	size_t sz = 80;   /* slots start at 0, 80, 160, 240, 320: window 4
+			     (256 .. 319) holds no start */
+	int i, st;
+
+	(void)state;
+	for (i = 0; i < N; i++)
+		d[i] = lease1(a, sz);
+	assert_int_equal(alloc_submit(a, &d[1]), 0);
+	assert_int_equal(alloc_deliver(a, &d[2]), 0);
+	for (i = 0; i < N; i++) {
+		char *p = d[i].ptr;
+		size_t k;
+
+		for (k = 1; k < 80; k++) {
+			struct buf_desc x = { p + k, 1 };
+
+			assert_int_equal(alloc_release(a, &x), -EINVAL);
+			assert_int_equal(alloc_state(a, p + k), -EINVAL);
+		}
+	}
+	/* Nothing moved: each buffer is still in the state it was. */
+	for (i = 0; i < N; i++) {
+		st = i == 1 ? ALLOC_SUBMITTED : i == 2 ? ALLOC_DELIVERED : ALLOC_LEASED;
+		assert_int_equal(alloc_state(a, d[i].ptr), st);
+	}
+	assert_int_equal(alloc_release(a, &d[1]), -EBUSY);
+	assert_int_equal(alloc_complete(a, &d[1]), 0);
+	for (i = 0; i < N; i++)
+		if (i != 1)
+			assert_int_equal(alloc_release(a, &d[i]), 0);
+	/* Released: the same offsets, and the starts once more. */
+	for (i = 0; i < N; i++) {
+		char *p = d[i].ptr;
+
+		assert_int_equal(alloc_release(a, &d[i]), -EALREADY);
+		assert_int_equal(alloc_release(a, &(struct buf_desc){ p + 16, 1 }),
+				 -EINVAL);
+		assert_int_equal(alloc_release(a, &(struct buf_desc){ p + 64, 1 }),
+				 -EINVAL);
+	}
+	/* The length check: the slot (80 bytes) holds 80, not 81. */
+	d[0] = lease1(a, sz);
+	assert_int_equal(alloc_release(a, &(struct buf_desc){ d[0].ptr, 81 }), -EINVAL);
+	assert_int_equal(alloc_state(a, d[0].ptr), ALLOC_LEASED);
+	assert_int_equal(alloc_release(a, &(struct buf_desc){ d[0].ptr, 80 }), 0);
+	assert_int_equal(in_use(a), 0);
+	alloc_destroy(a);
+}
+
+/* A window of a slab where no slot starts (80-byte slots: the fifth of
+ * every 25 windows), and a pointer to a slot of a slab that was given
+ * back to the extents: both are no lease, not a double release. */
+static void misuse_empty_window_and_stale_slab(void **state)
+{
+	struct alloc *a = mk(MiB);
+	struct buf_desc d[6];
+	size_t sz = 80;
+	char *base, *first;
+	size_t len;
+	int i;
+
+	(void)state;
+	alloc_region(a, (void **)&base, &len);
+	for (i = 0; i < 6; i++)
+		d[i] = lease1(a, sz);
+	/* The first slab holds the region's first page. */
+	first = base;
+	for (i = 0; i < 6; i++)
+		assert_true((char *)d[i].ptr >= first &&
+			    (char *)d[i].ptr < first + 64 * KiB);
+	/* Window 4 of the slab: offsets 256 .. 319, no slot starts there. */
+	for (i = 256; i < 320; i += 16)
+		assert_int_equal(alloc_release(a, &(struct buf_desc){ first + i, 1 }),
+				 -EINVAL);
+	for (i = 0; i < 6; i++)
+		assert_int_equal(alloc_release(a, &d[i]), 0);
+	/* Give every cached slot and the empty slab back. */
+	tcache_flush_all(a, tcache_get(a));
+	slab_reclaim_empty(a);
+	for (i = 0; i < 6; i++) {
+		assert_int_equal(alloc_release(a, &d[i]), -EINVAL);
+		assert_int_equal(alloc_state(a, d[i].ptr), -EINVAL);
+	}
+	alloc_destroy(a);
+}
+
+/* Lease and release counts stay exact while slots go back and forth
+ * between a thread's cache and the pool, and when that thread exits. */
+static void *churn_thread(void *arg)
+{
+	struct alloc *a = arg;
+	struct buf_desc d[300];
+	size_t sz = 64;
+	int i, r;
+
+	for (r = 0; r < 3; r++) {
+		for (i = 0; i < 300; i++)
+			if (alloc_lease(a, 1, &sz, &d[i]))
+				return (void *)1;
+		for (i = 0; i < 300; i++)
+			if (alloc_release(a, &d[i]))
+				return (void *)1;
+	}
+	return NULL;
+}
+
+static void counts_across_refills_and_flushes(void **state)
+{
+	struct alloc *a = mk(8 * MiB);
+	struct alloc_class_stats st;
+	struct buf_desc d[300];
+	size_t sz = 64;
+	pthread_t t;
+	void *ret;
+	int i;
+
+	(void)state;
+	for (i = 0; i < 300; i++)
+		d[i] = lease1(a, sz);
+	assert_int_equal(alloc_stats(a, 0, &st), 0);
+	assert_int_equal(st.leases, 300);
+	assert_int_equal(st.releases, 0);
+	assert_int_equal(st.bytes_in_use, 300 * 64);
+	for (i = 0; i < 150; i++)
+		assert_int_equal(alloc_release(a, &d[i]), 0);
+	assert_int_equal(alloc_stats(a, 0, &st), 0);
+	assert_int_equal(st.releases, 150);
+	assert_int_equal(st.bytes_in_use, 150 * 64);
+	pthread_create(&t, NULL, churn_thread, a);
+	pthread_join(t, &ret);
+	assert_null(ret);
+	for (i = 150; i < 300; i++)
+		assert_int_equal(alloc_release(a, &d[i]), 0);
+	assert_int_equal(alloc_stats(a, 0, &st), 0);
+	assert_int_equal(st.leases, 300 + 900);
+	assert_int_equal(st.releases, 300 + 900);
+	assert_int_equal(st.bytes_in_use, 0);
 	alloc_destroy(a);
 }
 
@@ -944,11 +1106,15 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(classes_bound_waste),
+		cmocka_unit_test(class_table),
 		cmocka_unit_test(every_class),
 		cmocka_unit_test(leases_disjoint),
 		cmocka_unit_test(large_extents),
 		cmocka_unit_test(all_or_nothing),
 		cmocka_unit_test(misuse),
+		cmocka_unit_test(misuse_inside_windows),
+		cmocka_unit_test(misuse_empty_window_and_stale_slab),
+		cmocka_unit_test(counts_across_refills_and_flushes),
 		cmocka_unit_test(exhaustion_and_recovery),
 		cmocka_unit_test(lease_wait),
 		cmocka_unit_test(pressure_bypasses_caches),
