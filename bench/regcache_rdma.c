@@ -11,18 +11,33 @@
  *    malloc'd buffer (a cache hit gives the lkey) against the copy path
  *    (memcpy into the region, SEND from there), each answered by a 64-byte
  *    SEND, by size. Where the copy path is no faster the cache pays.
- * Medians of ITER repetitions; one line per measurement:
+ *  - where the device pages memory on demand (the node's cache then
+ *    registers with IBV_ACCESS_ON_DEMAND, rdma_sq_odp_why_not): the same
+ *    round trip from freshly mapped, touched memory (a cache miss: the
+ *    registration and the device's first access) and again from the same
+ *    memory (a hit), on that node and on a second node with
+ *    rdma_sq_options.no_odp (pinned registrations), in the same run.
+ * The parts above run on a node with the default options, so on an ODP
+ * device their registrations are on demand ("odp: on demand" says so;
+ * "odp: pinned: WHY" otherwise). Medians of ITER repetitions; one line
+ * per measurement:
  *   "miss size=S cache_us=A reg_mr_us=B hit_ns=C"
  *   "send size=S zero_copy_us=A copy_us=B"
+ *   "odp size=S odp_miss_us=A odp_hit_us=B pinned_miss_us=C pinned_hit_us=D"
  *
- * usage: regcache_rdma --id 1|2 [--port BASE] [--iters N]
+ * --odp-unchecked makes that node take ODP on the device's word alone
+ * (rdma_sq_options.odp_unchecked): figures of the path where the node's
+ * loopback check refuses it (the bytes sent may then be wrong; the costs
+ * are what they are).
+ *
+ * usage: regcache_rdma --id 1|2 [--port BASE] [--iters N] [--odp-unchecked]
  */
 #include <getopt.h>
 #include <stdint.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "member_common.h"
+#include "odp_common.h"
 
 #define MAX_SIZE ((size_t)1 << 20)
 #define REGION (2 * MAX_SIZE + 8192)
@@ -32,6 +47,7 @@
 #define WR_RECV 2
 
 static const size_t miss_sizes[] = { 4096, 65536, 1 << 20, 8 << 20 };
+static const size_t odp_sizes[] = { 4096, 65536, 1 << 20 };
 /* Every power of two from 1 KiB to 1 MiB: the crossover these give is the
  * default of group.copy_threshold, so it is found to within a factor 2. */
 static const size_t send_sizes[] = { 1024, 2048, 4096, 8192, 16384, 32768,
@@ -152,13 +168,63 @@ static void sends(struct member *m, unsigned iters)
 		printf("send size=%zu zero_copy_us=%.1f copy_us=%.1f\n", send_sizes[s],
 		       median(a, iters), median(b, iters));
 	}
-	/* the end: one byte */
-	{
-		struct rdma_sq_sge end = { m->region + OUT_OFF, 1 };
-
-		round_trip(m, &end, NULL);
-	}
 	free(buf);
+}
+
+/* The last message to the answerer of m: one byte. */
+static void end_answers(struct member *m)
+{
+	struct rdma_sq_sge end = { m->region + OUT_OFF, 1 };
+
+	round_trip(m, &end, NULL);
+}
+
+/* Send round trips from fresh memory on m: the miss and then a hit, by
+ * size (medians into miss_us[s] and hit_us[s]). */
+static void miss_hit_sends(struct member *m, unsigned iters, double *miss_us,
+			   double *hit_us)
+{
+	struct regcache *c = rdma_sq_regcache(m->node);
+	double a[64], b[64];
+
+	for (size_t s = 0; s < N(odp_sizes); s++) {
+		size_t len = odp_sizes[s];
+
+		for (unsigned i = 0; i < iters; i++) {
+			uint8_t *p = fresh(m, len);
+			struct rdma_sq_sge sg = { p, (uint32_t)len };
+
+			a[i] = round_trip(m, &sg, NULL);
+			b[i] = round_trip(m, &sg, NULL);
+			munmap(p, len);
+			regcache_sync(c);
+		}
+		miss_us[s] = median(a, iters);
+		hit_us[s] = median(b, iters);
+	}
+}
+
+/* The ODP path against the pinned one: m registers on demand, pin is the
+ * same device with rdma_sq_options.no_odp. */
+static void odp_against_pinned(struct member *m, struct member *pin,
+			       unsigned iters)
+{
+	double om[N(odp_sizes)], oh[N(odp_sizes)];
+	double pm[N(odp_sizes)], ph[N(odp_sizes)];
+	struct rdma_sq_odp_stats os;
+
+	miss_hit_sends(m, iters, om, oh);
+	end_answers(m);
+	miss_hit_sends(pin, iters, pm, ph);
+	end_answers(pin);
+	rdma_sq_odp_stats(m->node, &os);
+	for (size_t s = 0; s < N(odp_sizes); s++)
+		printf("odp size=%zu odp_miss_us=%.1f odp_hit_us=%.1f "
+		       "pinned_miss_us=%.1f pinned_hit_us=%.1f\n", odp_sizes[s],
+		       om[s], oh[s], pm[s], ph[s]);
+	printf("odp registrations=%llu fallbacks=%llu\n",
+	       (unsigned long long)os.registrations,
+	       (unsigned long long)os.fallbacks);
 }
 
 static void answerer(struct member *m)
@@ -185,10 +251,12 @@ int main(int argc, char **argv)
 		{ "id", required_argument, 0, 'i' },
 		{ "port", required_argument, 0, 'p' },
 		{ "iters", required_argument, 0, 'n' },
+		{ "odp-unchecked", no_argument, 0, 'u' },
 		{ 0, 0, 0, 0 },
 	};
 	unsigned id = 0, port = 7700, iters = 21;
-	struct member m;
+	struct member m, pin;
+	bool odp, unchecked = false;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -198,19 +266,39 @@ int main(int argc, char **argv)
 			port = (unsigned)atoi(optarg);
 		else if (c == 'n')
 			iters = (unsigned)atoi(optarg);
+		else if (c == 'u')
+			unchecked = true;
 		else
 			return 2;
 	}
 	if (iters < 1 || iters > 64)
 		iters = 21;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	member_init(&m, "regcache_rdma", id, port, REGION, REGCACHE_MONITOR_AUTO);
+	member_init_odp(&m, "regcache_rdma", id, port, REGION,
+			REGCACHE_MONITOR_AUTO, false, unchecked);
+	/* Both members run on the same device, so both see the same answer. */
+	odp = rdma_sq_odp_why_not(m.node)[0] == '\0';
+	if (odp) {
+		printf("odp: on demand%s\n", unchecked ? " (unchecked)" : "");
+		member_init_odp(&pin, "regcache_rdma", id, port + 10, REGION,
+				REGCACHE_MONITOR_AUTO, true, false);
+	} else {
+		printf("odp: pinned: %s\n", rdma_sq_odp_why_not(m.node));
+	}
 	if (id == 1) {
 		miss(&m, iters);
 		sends(&m, iters);
+		if (odp)
+			odp_against_pinned(&m, &pin, iters);
+		else
+			end_answers(&m);
 	} else {
 		answerer(&m);
+		if (odp)
+			answerer(&pin);
 	}
+	if (odp)
+		rdma_sq_destroy(pin.node);
 	rdma_sq_destroy(m.node);
 	return 0;
 }

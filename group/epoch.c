@@ -231,12 +231,15 @@ void group_epoch_teardown(struct group *g)
 	g->v.grant = NULL;
 	if (g->v.node) {
 		struct regcache_stats cs;
+		struct rdma_sq_odp_stats os;
 
 		atomic_fetch_add(&g->st_old_refused, rdma_sq_refused(g->v.node));
 		/* The cache goes with the node; its counts stay counted. */
 		regcache_stats(rdma_sq_regcache(g->v.node), &cs);
 		atomic_fetch_add(&g->st_old_cache_hits, cs.hits);
 		atomic_fetch_add(&g->st_old_cache_misses, cs.misses);
+		rdma_sq_odp_stats(g->v.node, &os);
+		atomic_fetch_add(&g->st_old_odp_regs, os.registrations);
 	}
 	rdma_sq_destroy(g->v.node);
 	g->v.node = NULL;

@@ -392,6 +392,7 @@ void group_stats_in_view(struct group *g, struct group_stats *st)
 	struct smc_stats ss = { 0 };
 	struct rdmc_stats rs = { 0 };
 	struct regcache_stats cs = { 0 };
+	struct rdma_sq_odp_stats os = { 0 };
 	uint64_t epoch, refused;
 
 	group_assert_in_view(g);
@@ -400,8 +401,10 @@ void group_stats_in_view(struct group *g, struct group_stats *st)
 	if (g->v.e)
 		rdmc_engine_stats(g->v.e, &rs);
 	refused = g->v.node ? rdma_sq_refused(g->v.node) : 0;
-	if (g->v.node)
+	if (g->v.node) {
 		regcache_stats(rdma_sq_regcache(g->v.node), &cs);
+		rdma_sq_odp_stats(g->v.node, &os);
+	}
 	epoch = g->vcfg.epoch;
 	*st = (struct group_stats){
 		.sent = atomic_load(&g->st_sent),
@@ -435,6 +438,8 @@ void group_stats_in_view(struct group *g, struct group_stats *st)
 		.bytes_copied = atomic_load(&g->st_copied_bytes),
 		.cache_hits = cs.hits + atomic_load(&g->st_old_cache_hits),
 		.cache_misses = cs.misses + atomic_load(&g->st_old_cache_misses),
+		.odp_registrations = os.registrations +
+				     atomic_load(&g->st_old_odp_regs),
 	};
 }
 

@@ -453,6 +453,7 @@ struct group {
 	atomic_uint_fast64_t st_in_place, st_in_place_bytes,
 		st_copied_bytes;       /* group_send_mem's two paths */
 	atomic_uint_fast64_t st_old_cache_hits, st_old_cache_misses;
+	atomic_uint_fast64_t st_old_odp_regs;
 
 	/* The stats file's writer (stats.c), NULL without
 	 * group.stats_file: set by the start, cleared by the close. */

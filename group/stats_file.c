@@ -45,6 +45,7 @@ static const struct field fields[] = {
 	G(sends_lost), G(sends_unknown), G(p2p_abandoned), G(misbehaved),
 	G(refused), G(joins_dropped), G(sent_in_place), G(bytes_in_place),
 	G(bytes_copied), G(cache_hits), G(cache_misses),
+	G(odp_registrations),
 	A(region_bytes, true), A(leases, false), A(releases, false),
 	A(leased_bytes, true), A(high_water, true), A(failures, false),
 	A(slabs, true),

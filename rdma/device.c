@@ -2,7 +2,8 @@
  * device.c - a node's device resources: the listener's address decides the
  * device, then one protection domain, one completion queue with its
  * completion channel, the region's registration and the registration cache
- * for foreign memory (ibv_reg_mr on the node's protection domain).
+ * for foreign memory (ibv_reg_mr on the node's protection domain, on
+ * demand where the device pages memory on demand for RC).
  *
  * Several members may share one RDMA device (Soft-RoCE with one address per
  * member), so nothing here is chosen by name or index first: the listener
@@ -262,14 +263,30 @@ int rdma_sq_region_access(const struct rdma_sq_node *node)
 
 /* The cache's callbacks: foreign memory is for this member's own sends,
  * with no remote access of its own; it may carry a use-once window (whose
- * access is the window's: a remote read). */
+ * access is the window's: a remote read). Called under the cache's writer
+ * lock. On an ODP device a registration the device refuses on demand is
+ * made pinned instead (counted). */
 static int cache_reg(void *ctx, void *addr, size_t len, void **handle)
 {
 	struct rdma_sq_node *node = ctx;
 	int access = IBV_ACCESS_LOCAL_WRITE |
 		     (node->mw_bind ? IBV_ACCESS_MW_BIND : 0);
-	struct ibv_mr *mr = ibv_reg_mr(node->pd, addr, len, access);
+	struct ibv_mr *mr;
 
+	if (node->odp) {
+		mr = ibv_reg_mr(node->pd, addr, len, access | IBV_ACCESS_ON_DEMAND);
+		if (mr) {
+			__atomic_fetch_add(&node->odp_regs, 1, __ATOMIC_RELAXED);
+			*handle = mr;
+			return 0;
+		}
+		if (__atomic_fetch_add(&node->odp_fallbacks, 1, __ATOMIC_RELAXED) == 0)
+			rdma_sq_log(node, RDMA_SQ_LOG_INFO,
+				    "ibv_reg_mr(%p, %zu bytes, on demand): %s; "
+				    "registering pinned instead", addr, len,
+				    strerror(errno));
+	}
+	mr = ibv_reg_mr(node->pd, addr, len, access);
 	if (!mr)
 		return neg_errno();
 	*handle = mr;
@@ -376,8 +393,10 @@ int rdma_sq_create(const struct rdma_sq_group *grp, uint32_t my_id,
 		ret = check_port(node, err);
 	if (!ret)
 		ret = alloc_queues(node, err);
-	if (!ret)
+	if (!ret) {
+		rdma_sq_odp_probe(node);
 		ret = make_cache(node, err);
+	}
 	if (!ret) {
 		node->region_mr = ibv_reg_mr(node->pd, region, region_len,
 					     rdma_sq_region_access(node));

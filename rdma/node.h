@@ -99,7 +99,9 @@ struct rdma_sq_node {
 	bool cq_armed;                /* notification requested, not yet read */
 	int wake_fd;                  /* eventfd: rdma_sq_wake ends a wait */
 	uint64_t cookie;              /* the hello's cookie (rdma_sq_group) */
-	bool mw_bind;                 /* the device has memory windows */
+	bool mw_bind;                 /* use-once windows may be bound: the
+					 device has memory windows and the
+					 cache's registrations are pinned */
 	int max_rd_atom;              /* outstanding READs per QP */
 	/* Completions taken by rdma_sq_wait (to close the arm/poll race)
 	 * and not yet handed out by rdma_sq_poll. */
@@ -122,6 +124,14 @@ struct rdma_sq_node {
 	struct rdma_sq_use_once *use_once;
 	struct rdma_sq_use_once_stats uo_stats;
 	char mw_why[160];             /* why windows are not used, "" if they are */
+
+	/* On-demand paging of foreign memory (device.c): decided once at
+	 * create; the counters are written under the cache's writer lock
+	 * and read by any thread (atomics). */
+	bool odp;
+	char odp_why[320];            /* why ODP is not used, "" if it is */
+	uint64_t odp_regs;
+	uint64_t odp_fallbacks;
 
 	unsigned idle_polls;          /* empty polls since the last cm check */
 	uint32_t npeers;              /* == cfg->nmembers */
@@ -156,6 +166,12 @@ void rdma_sq_hold_release(struct rdma_sq_node *node, const struct ibv_wc *wc,
 /* Release every hold (destroy). */
 void rdma_sq_hold_release_all(struct rdma_sq_node *node);
 int rdma_sq_region_access(const struct rdma_sq_node *node);
+
+/* odp.c */
+/* Decide whether the node's cache registers on demand (ODP), fill
+ * odp_why when not; on an ODP node use-once windows are turned off
+ * (mw_bind, mw_why). After alloc_queues, before the cache is made. */
+void rdma_sq_odp_probe(struct rdma_sq_node *node);
 
 /* use_once.c */
 void rdma_sq_use_once_destroy_all(struct rdma_sq_node *node);

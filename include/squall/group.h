@@ -431,6 +431,9 @@ struct group_stats {
 	uint64_t cache_hits;       /* registration cache lookups served from
 				      a cached registration, every view */
 	uint64_t cache_misses;     /* ... and those that registered */
+	uint64_t odp_registrations;/* of those, registrations made on demand
+				      (IBV_ACCESS_ON_DEMAND, nothing pinned):
+				      0 where the device has no usable ODP */
 };
 void group_stats(struct group *g, struct group_stats *st);
 

@@ -111,6 +111,14 @@ struct rdma_sq_options {
 	size_t cache_max_entries;
 	/* Monitor mode of the cache (REGCACHE_MONITOR_AUTO by default). */
 	enum regcache_monitor_mode cache_monitor;
+	/* Register foreign memory pinned even where the device offers
+	 * on-demand paging (default false: ODP wherever the device has it
+	 * and passes the check; see rdma_sq_odp_why_not). For comparing the
+	 * two paths in one run. */
+	bool no_odp;
+	/* Use ODP on the device's word alone, without the loopback check
+	 * (tests that show what a device does with it). */
+	bool odp_unchecked;
 	/* Let peers RDMA-read the region too (default: they may only write
 	 * it; a read of it fails with a remote access error). For
 	 * benchmarks of READ itself (rdma_ping); a group never sets it:
@@ -316,6 +324,42 @@ const char *rdma_sq_peer_error(const struct rdma_sq_node *node, uint32_t peer);
 struct regcache *rdma_sq_regcache(struct rdma_sq_node *node);
 
 /*
+ * On-demand paging. rdma_sq_create asks the device once
+ * (ibv_query_device_ex) whether it pages memory on demand for RC SEND,
+ * RDMA WRITE and RDMA READ; where all three have it, one SEND over a
+ * queue pair connected to itself, from an on-demand registration and
+ * starting inside a page, must deliver the right bytes (rxe in Linux 7.3
+ * reports ODP and fails this: it reads each packet from the start of its
+ * page). Where both hold (and no_odp is not set) the registration cache
+ * registers foreign memory with
+ * IBV_ACCESS_ON_DEMAND: nothing is pinned, and the device resolves each
+ * access through the process's page tables at the time of the transfer,
+ * so a registration stays right when the memory under it is freed and
+ * other memory mapped at the same address (the cache's unmap monitor
+ * still drops such entries, as it does for pinned ones). Where the device
+ * lacks it, the cache pins its registrations as before. The region, extra
+ * registrations (rdma_sq_reg_mr) and use-once registrations are always
+ * pinned, and on an ODP node use-once regions take the REGISTRATION path.
+ */
+struct rdma_sq_odp_stats {
+	uint64_t registrations; /* cache registrations made with ODP */
+	uint64_t fallbacks;     /* ODP registrations the device refused and
+				   that were made pinned instead */
+};
+
+/* Which path the node's cache takes: "" when it registers with ODP, else
+ * why not, e.g. "rxe0: no ODP for RC send write read (odp_caps:
+ * general_caps 0, rc_odp_caps 0)", "rxe0: reports ODP for RC (rc_odp_caps
+ * 0xff), but a loopback SEND of 6000 bytes from an on-demand registration
+ * at page offset 100 arrived wrong from byte 924 on" or "ODP turned off
+ * (rdma_sq_options.no_odp)". */
+const char *rdma_sq_odp_why_not(const struct rdma_sq_node *node);
+
+/* A copy of the node's ODP counters. Any thread. */
+void rdma_sq_odp_stats(const struct rdma_sq_node *node,
+		       struct rdma_sq_odp_stats *out);
+
+/*
  * Use-once regions: a large point-to-point transfer from foreign memory.
  * The owner opens a region over exactly [ptr, ptr + len) and sends its
  * {address, rkey, length} (wire extension WIRE_EXT_USE_ONCE); the peer
@@ -327,8 +371,11 @@ struct regcache *rdma_sq_regcache(struct rdma_sq_node *node);
  *                that queue pair. The peer answers with rdma_sq_send_inv(),
  *                which invalidates the window on arrival: the owner makes
  *                no call before the rkey is dead.
- *  REGISTRATION  where the device has no type-2 windows (or the caller
- *                asks for it): a registration of its own over the range,
+ *  REGISTRATION  where the device has no type-2 windows, where the node's
+ *                cache registers on demand (see rdma_sq_odp_why_not:
+ *                windows are never bound over on-demand registrations),
+ *                or when the caller asks for it: a pinned registration of
+ *                its own over the range,
  *                never cached. The peer answers with a plain SEND and the
  *                owner deregisters it in rdma_sq_use_once_close(): the rkey
  *                dies then.

@@ -53,18 +53,20 @@ static inline void member_log(void *arg, int level, const char *msg)
 	fprintf(stderr, "%s: member %u: rdma[%d]: %s\n", m->prog, m->id, level, msg);
 }
 
-/* Members 1 and 2; `id` is this one. */
-static inline void member_init(struct member *m, const char *prog, uint32_t id,
-			       unsigned port, size_t region_len,
-			       enum regcache_monitor_mode monitor)
+/* Members 1 and 2; `id` is this one. The node gets the options o, with
+ * the members' queue depths and log filled in. */
+static inline void member_init_with(struct member *m, const char *prog,
+				    uint32_t id, unsigned port,
+				    size_t region_len, struct rdma_sq_options o)
 {
-	struct rdma_sq_options o = { .max_send_wr = 16, .max_recv_wr = 16,
-				     .log = member_log, .log_arg = m,
-				     .cache_monitor = monitor };
 	struct squall_error err;
 	int ret;
 
 	memset(m, 0, sizeof(*m));
+	o.max_send_wr = 16;
+	o.max_recv_wr = 16;
+	o.log = member_log;
+	o.log_arg = m;
 	m->prog = prog;
 	m->id = id;
 	m->peer = 3 - id;
@@ -94,6 +96,15 @@ static inline void member_init(struct member *m, const char *prog, uint32_t id,
 	printf("member %u connected to member %u on %s\n", id, m->peer,
 	       rdma_sq_device_name(m->node));
 	fflush(stdout);
+}
+
+/* member_init_with, the cache's monitor mode given, all else default. */
+static inline void member_init(struct member *m, const char *prog, uint32_t id,
+			       unsigned port, size_t region_len,
+			       enum regcache_monitor_mode monitor)
+{
+	member_init_with(m, prog, id, port, region_len,
+			 (struct rdma_sq_options){ .cache_monitor = monitor });
 }
 
 /* Wait for the completion of wr_id (other completions are kept for later
