@@ -146,6 +146,21 @@ static inline struct rdma_sq_wc member_wait(struct member *m, uint64_t wr_id)
 	}
 }
 
+/* Wait (at most 60 s) until the peer has disconnected, polling meanwhile.
+ * The side that answers last calls it before it destroys its node: a
+ * disconnect moves the other side's queue pair to the error state, and a
+ * receive whose SEND was already acknowledged to this side may still be
+ * flushed there if its completion was not written yet. */
+static inline void member_wait_peer_gone(struct member *m)
+{
+	for (int i = 0; i < 600 && rdma_sq_peer_alive(m->node, m->peer); i++) {
+		struct rdma_sq_wc wc[4];
+
+		rdma_sq_poll(m->node, wc, 4);
+		rdma_sq_wait(m->node, 100);
+	}
+}
+
 /* As member_wait, and the completion must have succeeded. */
 static inline struct rdma_sq_wc member_wait_ok(struct member *m, uint64_t wr_id,
 					       const char *what)

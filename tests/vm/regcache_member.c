@@ -243,6 +243,8 @@ static void receiver(struct member *m)
 	while (receive_one(m, &expect, &bad))
 		n++;
 	printf("member 2 received %u messages, %u with stale bytes\n", n, bad);
+	/* Member 1 goes first: it has our answer to its end message then. */
+	member_wait_peer_gone(m);
 	if (bad)
 		exit(1);
 	printf("member 2 OK: every message had the new bytes\n");

@@ -96,17 +96,6 @@ static void post_in(struct member *m)
 		die(m, "post_recv: %s", err.msg);
 }
 
-/* Wait until member 2 is gone (it ends with the failed READ). */
-static void wait_peer_gone(struct member *m)
-{
-	for (int i = 0; i < 600 && rdma_sq_peer_alive(m->node, m->peer); i++) {
-		struct rdma_sq_wc wc[4];
-
-		rdma_sq_poll(m->node, wc, 4);
-		rdma_sq_wait(m->node, 100);
-	}
-}
-
 static void sender(struct member *m, unsigned transfers)
 {
 	uint8_t *buf = malloc(BUF_LEN);
@@ -153,7 +142,7 @@ static void sender(struct member *m, unsigned transfers)
 		if (path == RDMA_SQ_USE_ONCE_WINDOW && pl.last) {
 			/* leave the window to the peer's invalidation alone
 			 * while it tries the old key */
-			wait_peer_gone(m);
+			member_wait_peer_gone(m);
 		}
 		if (rdma_sq_use_once_close(m->node, uo, &ans, &err))
 			die(m, "use_once_close: %s", err.msg);
@@ -161,7 +150,7 @@ static void sender(struct member *m, unsigned transfers)
 			send_msg(m, encode(m, WIRE_MSG_P2P, 0, NULL, NULL));
 	}
 	if (no_window)
-		wait_peer_gone(m);
+		member_wait_peer_gone(m);
 	rdma_sq_use_once_stats(m->node, &st);
 	printf("member 1 use-once: windows=%llu registrations=%llu "
 	       "remote_invalidations=%llu local_invalidations=%llu%s%s\n",
@@ -317,7 +306,7 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	member_init(&m, "use_once_member", id, port, REGION, REGCACHE_MONITOR_AUTO);
 	if (region && id == 1)
-		wait_peer_gone(&m);
+		member_wait_peer_gone(&m);
 	else if (region)
 		read_region(&m);
 	else if (id == 1)
