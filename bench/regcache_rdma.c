@@ -37,7 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "odp_common.h"
+#include "member_common.h"
 
 #define MAX_SIZE ((size_t)1 << 20)
 #define REGION (2 * MAX_SIZE + 8192)
@@ -274,14 +274,14 @@ int main(int argc, char **argv)
 	if (iters < 1 || iters > 64)
 		iters = 21;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	member_init_odp(&m, "regcache_rdma", id, port, REGION,
-			REGCACHE_MONITOR_AUTO, false, unchecked);
+	member_init_with(&m, "regcache_rdma", id, port, REGION,
+			 (struct rdma_sq_options){ .odp_unchecked = unchecked });
 	/* Both members run on the same device, so both see the same answer. */
 	odp = rdma_sq_odp_why_not(m.node)[0] == '\0';
 	if (odp) {
 		printf("odp: on demand%s\n", unchecked ? " (unchecked)" : "");
-		member_init_odp(&pin, "regcache_rdma", id, port + 10, REGION,
-				REGCACHE_MONITOR_AUTO, true, false);
+		member_init_with(&pin, "regcache_rdma", id, port + 10, REGION,
+				 (struct rdma_sq_options){ .no_odp = true });
 	} else {
 		printf("odp: pinned: %s\n", rdma_sq_odp_why_not(m.node));
 	}

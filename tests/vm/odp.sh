@@ -3,7 +3,8 @@
 # uses ODP only when the device reports it for RC send/write/read and its
 # loopback check (a SEND from an on-demand registration, starting inside a
 # page) delivers the right bytes. Either way member 1 sends from memory it
-# frees and maps again at the same address, and member 2 checks every byte.
+# frees and maps again at the same address (regcache_member --odp-report),
+# and member 2 checks every byte.
 #  - check passed: every cache registration counts as ODP, an 8 MiB
 #    registration pins nothing (VmPin), the bytes are right with the unmap
 #    monitor and without it (the device follows the page tables);
@@ -15,7 +16,7 @@
 # send from fresh memory (miss, then hit) on demand against pinned
 # (bench/regcache_rdma in the same VM run; printed, not judged).
 . "$SRC/tests/vm/rdma_common.sh"
-MEMBER=$BUILD/tests/vm/odp_member
+MEMBER=$BUILD/tests/vm/regcache_member
 [ -x "$MEMBER" ] || fail "$MEMBER is not built"
 run_member() {
     local id=$1
@@ -28,7 +29,7 @@ pair() {
     local port=$1 what=$2 want2=$3
     shift 3
     run_member 2 --port "$port"
-    run_member 1 --port "$port" --rounds 3 "$@"
+    run_member 1 --port "$port" --rounds 3 --odp-report "$@"
     finish 1 200; rc1=$RC
     finish 2 200; rc2=$RC
     [ "$rc1" = 0 ] || fail "$what: member 1 exited with status $rc1"

@@ -1,11 +1,12 @@
 # On a device without on-demand paging (rxe before Linux 6.14, e.g.
 # Debian 12's 6.1): the node says why it registers foreign memory pinned,
-# sends from foreign memory (malloc/free and mmap/munmap at the same
-# address) still carry the new bytes through pinned cache registrations,
-# an 8 MiB registration pins 8 MiB (VmPin), and the ODP counter stays 0.
+# sends from foreign memory (malloc/free, mmap/munmap at the same address
+# and a partial munmap; regcache_member --expect pinned) still carry the
+# new bytes through pinned cache registrations, an 8 MiB registration pins
+# 8 MiB (VmPin), and the ODP counter stays 0.
 # The ODP path itself is the 'odp' suite's test (tests/vm/odp.sh).
 . "$SRC/tests/vm/rdma_common.sh"
-MEMBER=$BUILD/tests/vm/odp_member
+MEMBER=$BUILD/tests/vm/regcache_member
 [ -x "$MEMBER" ] || fail "$MEMBER is not built"
 run_member() {
     local id=$1

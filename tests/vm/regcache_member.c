@@ -1,6 +1,6 @@
 /*
  * regcache_member - the registration cache on real RDMA: a stale
- * registration is never used.
+ * registration is never used, on the pinned path and on demand (ODP).
  *
  * Member 1 SENDs from foreign memory (not the region: the rdma layer finds
  * it through its registration cache), gives the memory back, gets new
@@ -16,9 +16,27 @@
  *
  * With --no-monitor member 1's cache runs without its unmap monitor (and
  * nobody calls regcache_invalidate): the control run, in which member 2
- * must see stale bytes, showing that the check can fail.
+ * must see stale bytes, showing that the check can fail. On the ODP path
+ * the bytes must be right even then, because the device follows the page
+ * tables.
+ *
+ * With --odp-report member 1 also prints which path its node runs
+ * (rdma_sq_odp_why_not) and the ODP counters, then registers 8 MiB of
+ * fresh memory through the cache and reads how much of it the kernel
+ * pinned (VmPin in /proc/self/status): nothing on the ODP path, all of it
+ * on the pinned path. The monitor is not checked then (it is the default
+ * run's business); --expect, which implies --odp-report, checks the path:
+ *   --expect odp     the node uses ODP; every cache registration is an
+ *                    ODP one; nothing pinned
+ *   --expect pinned  the node says why not; no ODP registration; the
+ *                    8 MiB pinned
+ * --no-odp sets rdma_sq_options.no_odp, --odp-unchecked
+ * rdma_sq_options.odp_unchecked (ODP on the device's word, without the
+ * node's loopback check).
  *
  * usage: regcache_member --id 1|2 --port BASE [--rounds N] [--no-monitor]
+ *                        [--odp-report] [--expect odp|pinned] [--no-odp]
+ *                        [--odp-unchecked]
  */
 #include <getopt.h>
 #include <malloc.h>
@@ -28,6 +46,7 @@
 #include "member_common.h"
 
 #define MAX_PAYLOAD ((size_t)1 << 20)
+#define PIN_LEN ((size_t)8 << 20) /* --odp-report: the VmPin registration */
 #define HDR_OFF 0            /* member 1: the header it sends */
 #define ACK_OFF 4096         /* member 1: the answer it receives */
 #define RECV_OFF 8192        /* member 2: header + payload received */
@@ -45,7 +64,8 @@ struct hdr {
 };
 
 static uint32_t gen;
-static bool no_monitor;
+static bool no_monitor, odp_report;
+static const char *expect_path; /* --expect: "odp", "pinned" or NULL */
 static unsigned sends;
 
 /* Fill [p, p + len) with the next generation and send it; wait until
@@ -101,7 +121,10 @@ static void malloc_rounds(struct member *m, size_t size, unsigned rounds,
 	}
 	printf("member 1 %s: %u rounds, the same address came back in %u\n",
 	       what, rounds, same);
-	if (same < rounds - 1)
+	/* With --odp-report the heap may place one round elsewhere (the
+	 * registration path allocates too); never coming back means the
+	 * check checked nothing. */
+	if (odp_report ? rounds > 1 && !same : same < rounds - 1)
 		die(m, "%s: malloc did not give the same address back", what);
 }
 
@@ -153,15 +176,102 @@ static void partial_rounds(struct member *m, unsigned rounds)
 	printf("member 1 partial munmap of a merged range: %u rounds\n", rounds);
 }
 
+/* VmPin of this process in kB, or -1. */
+static long vm_pin_kb(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	char line[256];
+	long kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmPin: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
+}
+
+/* kB the kernel pins for one cache registration of PIN_LEN fresh bytes. */
+static long pinned_by_registration(struct member *m)
+{
+	struct regcache *c = rdma_sq_regcache(m->node);
+	uint8_t *p = map_at(m, NULL, PIN_LEN);
+	struct regcache_reg *r;
+	long before, after;
+	int ret;
+
+	memset(p, 1, PIN_LEN);
+	before = vm_pin_kb();
+	ret = regcache_get(c, p, PIN_LEN, &r);
+	if (ret)
+		die(m, "regcache_get(8 MiB): %s", strerror(-ret));
+	after = vm_pin_kb();
+	regcache_put(c, r);
+	munmap(p, PIN_LEN);
+	regcache_sync(c);
+	if (before < 0 || after < 0)
+		die(m, "no VmPin line in /proc/self/status");
+	return after - before;
+}
+
+/* --odp-report, after the sends: print the ODP counters, the cache's (st)
+ * and what a registration pins; with --expect, check that they are those
+ * of the expected path and that `why` (rdma_sq_odp_why_not, "" for ODP)
+ * names it. */
+static void odp_check(struct member *m, const struct regcache_stats *st,
+		      const char *why)
+{
+	struct rdma_sq_odp_stats os;
+	long pinned_kb;
+
+	/* before the 8 MiB registration, which is not one of the sends */
+	rdma_sq_odp_stats(m->node, &os);
+	pinned_kb = pinned_by_registration(m);
+	printf("member 1 odp registrations=%llu fallbacks=%llu; cache "
+	       "registrations=%llu hits=%llu misses=%llu invalidations=%llu\n",
+	       (unsigned long long)os.registrations,
+	       (unsigned long long)os.fallbacks,
+	       (unsigned long long)st->registrations,
+	       (unsigned long long)st->hits, (unsigned long long)st->misses,
+	       (unsigned long long)st->invalidations);
+	printf("member 1 pinned by an 8 MiB cache registration: %ld kB\n",
+	       pinned_kb);
+	if (!expect_path)
+		return;
+	if (!strcmp(expect_path, "odp")) {
+		if (why[0])
+			die(m, "expected ODP; the node says: %s", why);
+		if (!os.registrations || os.registrations != st->registrations ||
+		    os.fallbacks)
+			die(m, "expected every cache registration on demand");
+		if (pinned_kb != 0)
+			die(m, "an ODP registration pinned %ld kB", pinned_kb);
+	} else {
+		if (!why[0])
+			die(m, "expected the pinned path; the node uses ODP");
+		if (os.registrations || !st->registrations)
+			die(m, "expected pinned registrations only");
+		if (pinned_kb < (long)(PIN_LEN >> 10))
+			die(m, "a pinned registration pinned only %ld kB", pinned_kb);
+	}
+	printf("member 1 OK: the %s path as expected\n", expect_path);
+}
+
 static void sender(struct member *m, unsigned rounds)
 {
 	struct regcache_stats st;
 	struct squall_error why;
 	struct regcache *c = rdma_sq_regcache(m->node);
 	enum regcache_monitor_status ms = regcache_monitor_status(c, &why);
+	const char *odp_why = rdma_sq_odp_why_not(m->node);
 
 	printf("member 1 cache monitor: %s\n", ms == REGCACHE_MONITOR_ACTIVE ?
 	       "active" : why.msg);
+	if (odp_report && odp_why[0])
+		printf("member 1 odp: pinned: %s\n", odp_why);
+	else if (odp_report)
+		printf("member 1 odp: on demand\n");
 	/* a fixed threshold: glibc would otherwise raise it after the first
 	 * free of an mmapped chunk and serve the next 1 MiB from the heap */
 	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
@@ -182,6 +292,10 @@ static void sender(struct member *m, unsigned rounds)
 	       (unsigned long long)st.invalidations,
 	       (unsigned long long)st.merges, (unsigned long long)st.splits,
 	       (unsigned long long)st.events, (unsigned long long)st.entries);
+	if (odp_report) {
+		odp_check(m, &st, odp_why);
+		return;
+	}
 	if (no_monitor)
 		return;
 	if (ms != REGCACHE_MONITOR_ACTIVE)
@@ -257,9 +371,14 @@ int main(int argc, char **argv)
 		{ "port", required_argument, 0, 'p' },
 		{ "rounds", required_argument, 0, 'r' },
 		{ "no-monitor", no_argument, 0, 'n' },
+		{ "odp-report", no_argument, 0, 'd' },
+		{ "expect", required_argument, 0, 'e' },
+		{ "no-odp", no_argument, 0, 'o' },
+		{ "odp-unchecked", no_argument, 0, 'u' },
 		{ 0, 0, 0, 0 },
 	};
 	unsigned id = 0, port = 7600, rounds = 4;
+	bool no_odp = false, unchecked = false;
 	struct member m;
 	int c;
 
@@ -272,12 +391,32 @@ int main(int argc, char **argv)
 			rounds = (unsigned)atoi(optarg);
 		else if (c == 'n')
 			no_monitor = true;
+		else if (c == 'd')
+			odp_report = true;
+		else if (c == 'e')
+			expect_path = optarg;
+		else if (c == 'o')
+			no_odp = true;
+		else if (c == 'u')
+			unchecked = true;
 		else
 			return 2;
 	}
+	if (expect_path && strcmp(expect_path, "odp") &&
+	    strcmp(expect_path, "pinned"))
+		return 2;
+	if (expect_path)
+		odp_report = true;
+	if (rounds < 1)
+		rounds = 1;
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	member_init(&m, "regcache_member", id, port, REGION,
-		    no_monitor ? REGCACHE_MONITOR_OFF : REGCACHE_MONITOR_AUTO);
+	member_init_with(&m, "regcache_member", id, port, REGION,
+			 (struct rdma_sq_options){
+				 .cache_monitor = no_monitor ? REGCACHE_MONITOR_OFF :
+							       REGCACHE_MONITOR_AUTO,
+				 .no_odp = no_odp,
+				 .odp_unchecked = unchecked,
+			 });
 	if (id == 1)
 		sender(&m, rounds);
 	else
