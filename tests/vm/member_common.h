@@ -146,11 +146,10 @@ static inline struct rdma_sq_wc member_wait(struct member *m, uint64_t wr_id)
 	}
 }
 
-/* Wait (at most 60 s) until the peer has disconnected, polling meanwhile.
- * The side that answers last calls it before it destroys its node: a
- * disconnect moves the other side's queue pair to the error state, and a
- * receive whose SEND was already acknowledged to this side may still be
- * flushed there if its completion was not written yet. */
+/* Wait (at most 60 s) until the peer has disconnected, polling meanwhile:
+ * the side that answers last calls it before it destroys its node, so
+ * that the other side never finds its queue pair flushed by a disconnect
+ * while it still expects something. */
 static inline void member_wait_peer_gone(struct member *m)
 {
 	for (int i = 0; i < 600 && rdma_sq_peer_alive(m->node, m->peer); i++) {

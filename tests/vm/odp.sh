@@ -16,14 +16,7 @@
 # send from fresh memory (miss, then hit) on demand against pinned
 # (bench/regcache_rdma in the same VM run; printed, not judged).
 . "$SRC/tests/vm/rdma_common.sh"
-MEMBER=$BUILD/tests/vm/regcache_member
-[ -x "$MEMBER" ] || fail "$MEMBER is not built"
-run_member() {
-    local id=$1
-    shift
-    "$MEMBER" --id "$id" "$@" >"$OUT/$id.out" 2>"$OUT/$id.err" &
-    PID[$id]=$!
-}
+use_member regcache_member
 # pair PORT WHAT WANT2 ARGS...: one run; member 2 must exit with WANT2
 pair() {
     local port=$1 what=$2 want2=$3

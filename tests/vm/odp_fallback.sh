@@ -6,14 +6,7 @@
 # 8 MiB (VmPin), and the ODP counter stays 0.
 # The ODP path itself is the 'odp' suite's test (tests/vm/odp.sh).
 . "$SRC/tests/vm/rdma_common.sh"
-MEMBER=$BUILD/tests/vm/regcache_member
-[ -x "$MEMBER" ] || fail "$MEMBER is not built"
-run_member() {
-    local id=$1
-    shift
-    "$MEMBER" --id "$id" "$@" >"$OUT/$id.out" 2>"$OUT/$id.err" &
-    PID[$id]=$!
-}
+use_member regcache_member
 run_member 2 --port 7820
 run_member 1 --port 7820 --rounds 3 --expect pinned
 for i in 2 1; do

@@ -24,6 +24,21 @@ start() {
     PID[$id]=$!
 }
 
+# use_member NAME: run_member starts $BUILD/tests/vm/NAME instead of
+# rdma_ping (the tests of one member program of their own).
+use_member() {
+    MEMBER=$BUILD/tests/vm/$1
+    [ -x "$MEMBER" ] || fail "$MEMBER is not built"
+}
+
+# run_member ID ARGS...: as start, with the program use_member chose.
+run_member() {
+    local id=$1
+    shift
+    "$MEMBER" --id "$id" "$@" >"$OUT/$id.out" 2>"$OUT/$id.err" &
+    PID[$id]=$!
+}
+
 show() {
     local id=$1
     echo "--- member $id stdout"; cat "$OUT/$id.out"

@@ -4,14 +4,7 @@
 # it; member 2 checks that every message carries the new bytes. The cache
 # must have seen the unmaps (invalidations > 0) through its monitor.
 . "$SRC/tests/vm/rdma_common.sh"
-MEMBER=$BUILD/tests/vm/regcache_member
-[ -x "$MEMBER" ] || fail "$MEMBER is not built"
-run_member() {
-    local id=$1
-    shift
-    "$MEMBER" --id "$id" "$@" >"$OUT/$id.out" 2>"$OUT/$id.err" &
-    PID[$id]=$!
-}
+use_member regcache_member
 run_member 2 --port 7620
 run_member 1 --port 7620 --rounds 4
 for i in 1 2; do
@@ -19,8 +12,8 @@ for i in 1 2; do
     [ "$rc" = 0 ] || fail "member $i exited with status $rc"
 done
 expect "$OUT/1.out" "member 1 cache monitor: active" "the unmap monitor ran"
-expect "$OUT/1.out" "member 1 malloc 1 MiB: 4 rounds, the same address came back in 3" "malloc 1 MiB reuse"
-expect "$OUT/1.out" "member 1 malloc 96 KiB: 4 rounds, the same address came back in 3" "malloc 96 KiB reuse"
+expect "$OUT/1.out" "member 1 malloc 1 MiB: 4 rounds, the same address came back in [1-3]" "malloc 1 MiB reuse"
+expect "$OUT/1.out" "member 1 malloc 96 KiB: 4 rounds, the same address came back in [1-3]" "malloc 96 KiB reuse"
 expect "$OUT/1.out" "member 1 mmap 1 MiB: 4 rounds" "mmap at the same address"
 expect "$OUT/1.out" "member 1 partial munmap of a merged range: 2 rounds" "partial munmap"
 expect "$OUT/1.out" "member 1 cache: hits=[0-9]+ misses=[1-9][0-9]* .*invalidations=[1-9][0-9]* merges=[1-9][0-9]* splits=[1-9][0-9]*" "cache statistics"

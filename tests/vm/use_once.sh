@@ -8,14 +8,7 @@
 # member 1 deregisters). Last, member 2 reads member 1's region with the
 # region's own key: peers may only write it, so that READ fails too.
 . "$SRC/tests/vm/rdma_common.sh"
-MEMBER=$BUILD/tests/vm/use_once_member
-[ -x "$MEMBER" ] || fail "$MEMBER is not built"
-run_member() {
-    local id=$1
-    shift
-    "$MEMBER" --id "$id" "$@" >"$OUT/$id.out" 2>"$OUT/$id.err" &
-    PID[$id]=$!
-}
+use_member use_once_member
 pair() {
     local port=$1 what=$2
     shift 2
