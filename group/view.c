@@ -41,15 +41,25 @@ static uint64_t row_elem(struct group *g, uint32_t j, enum group_col c,
 	return sst_get_elem(g->v.t, j, (uint32_t)g->v.col[c], i);
 }
 
+/* The ids in mask, each with why this member lost it when it knows
+ * (the first suspicion's reason): "1 (no heartbeat from member 1 for
+ * 2040 ms), 2 (suspected by member 1)". */
 static void list_ranks(struct group *g, uint64_t mask, char *buf, size_t size)
 {
 	size_t o = 0;
 
 	buf[0] = '\0';
-	for (uint32_t j = 0; j < g->v.n && o + 12 < size; j++)
-		if (mask >> j & 1)
-			o += (size_t)snprintf(buf + o, size - o, "%s%u",
-					      o ? ", " : "", g->v.ids[j]);
+	for (uint32_t j = 0; j < g->v.n && o + 12 < size; j++) {
+		const char *why = g->v.suspect_why[j];
+
+		if (!(mask >> j & 1))
+			continue;
+		o += (size_t)snprintf(buf + o, size - o, "%s%u%s%s%s",
+				      o ? ", " : "", g->v.ids[j],
+				      why[0] ? " (" : "", why, why[0] ? ")" : "");
+		if (o >= size)
+			break;
+	}
 }
 
 static void stop(struct group *g)
@@ -194,22 +204,24 @@ bool group_view_pass(struct group *g, bool *work)
 	if (out.acts & VC_ACT_WEDGE)
 		wedge(g);
 	if (out.acts & VC_ACT_STOP) {
-		char gone[256];
+		char gone[SQUALL_ERRMSG_MAX];
 
+		/* The reasons last: what is cut at the message's end is the
+		 * least needed. */
 		list_ranks(g, out.lost, gone, sizeof(gone));
 		if (out.alive == 1)
 			group_fail(g, -ENOTCONN, "cut off from every other "
-				   "member of view %" PRIu64 " (lost: %s): they "
-				   "may go on without this member if a majority "
-				   "of them can, and this member stops",
+				   "member of view %" PRIu64 ": they may go on "
+				   "without this member if a majority of them "
+				   "can, and this member stops (lost: %s)",
 				   g->vcfg.epoch, gone);
 		else
 			group_fail(g, -ENOTCONN, "no majority: only %u of the "
 				   "%u members that count in view %" PRIu64 " (%u "
 				   "members; those leaving or already dropped "
 				   "by the change under way count on neither "
-				   "side) are reachable (lost: %s); this member "
-				   "stops rather than go on without a majority",
+				   "side) are reachable; this member stops rather "
+				   "than go on without a majority (lost: %s)",
 				   out.alive, out.base, g->vcfg.epoch, g->v.n,
 				   gone);
 		/* The others count it gone at once: one that adopted a trim

@@ -850,10 +850,16 @@ static void on_block_sent(struct rdmc_engine *e, const struct rdma_sq_wc *wc)
 	}
 	x->inflight--;
 	if (wc->status) {
-		char why[200];
+		int t = member_index(x->g, wc->peer);
+		const struct mstate *m = t >= 0 ? &x->m[t] : NULL;
+		char why[240];
 
-		snprintf(why, sizeof(why), "block write to member %u failed: %s",
-			 wc->peer, wc->status_text);
+		/* Where it went: a remote access error names the bytes. */
+		rdmc_block_span(x->size, x->g->block_size, block, &off, &len);
+		snprintf(why, sizeof(why), "write of block %u ([%#" PRIx64 ", +%"
+			 PRIu64 ") key %#x) to member %u failed: %s", block,
+			 m ? m->addr + off : 0, len, m ? m->rkey : 0, wc->peer,
+			 wc->status_text);
 		fail_xfer(e, x, wc->status, why);
 	} else if (x->role != ROLE_DEAD) {
 		rdmc_block_span(x->size, x->g->block_size, block, &off, &len);
