@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # squall-bench: vm 3
+# squall-bench: kernel trixie-backports/linux-image-amd64
 # Ordered sends through the group API from three kinds of memory, member 0
 # sending to members 1 and 2 (conf/local-3.cfg), 1 KiB to 64 MiB, in one VM
 # run: from a lease (group_ordered_send), from malloc'd memory in place
@@ -11,6 +12,15 @@
 # every member has per second (the sender's own delivery of the last
 # message ends the clock). The SUMMARY's ratio is in place over lease at
 # 16 MiB; copy_threshold_bytes is the setting the run used. MB = 2^20 bytes.
+#
+# It boots Debian 13's backports kernel (7.x) by default: on Debian 12's
+# 6.1, rxe's requester stalls under this load (many MiB of writes in
+# flight on each queue pair) until its retransmit timer fires; the
+# retransmissions then storm (thousands of duplicate requests), heartbeats
+# miss their deadline and some block writes, in range and with the right
+# key, fail with a remote access error. The run prints rxe's retry and
+# duplicate counters either way, so a failure shows whether it was that.
+# SQUALL_VM_KERNEL= scripts/bench foreign runs it on the host's kernel.
 set -euo pipefail
 BENCH=$BUILD/bench/foreign_bench
 CFG=$SRC/conf/local-3.cfg
@@ -22,6 +32,23 @@ OUT=$(mktemp -d /tmp/squall-bench-foreign.XXXXXX)
 csv_dir foreign
 echo "# logs: $OUT"
 fail() { echo "bench/foreign: $*" >&2; }
+
+# The device's retry and duplicate counters (Soft-RoCE's hw_counters),
+# before and after: what the link cost besides the bytes.
+HWC=/sys/class/infiniband/rxe0/ports/1/hw_counters
+COUNTERS="completer_retry_err duplicate_request rcvd_seq_err rcvd_rnr_err"
+counters() { local c; for c in $COUNTERS; do cat "$HWC/$c" 2>/dev/null || echo 0; done; }
+read -ra before <<<"$(counters | tr '\n' ' ')"
+link_costs() {
+    local c i=0 after
+    read -ra after <<<"$(counters | tr '\n' ' ')"
+    printf "# kernel %s, rxe0 during the run:" "$(uname -r)"
+    for c in $COUNTERS; do
+        printf " %s=%s" "$c" $((after[i] - before[i]))
+        i=$((i + 1))
+    done
+    echo
+}
 
 ARGS="--sizes $SIZES --budget-mib $BUDGET"
 echo "# $BENCH $CFG ID $ARGS"
@@ -35,7 +62,8 @@ for p in "${pids[@]}"; do wait "$p" || ok=1; done
 pids=()
 if [ $ok != 0 ]; then
     cat "$OUT"/f.*
-    fail "foreign_bench failed (logs above): no SUMMARY"
+    link_costs
+    fail "foreign_bench failed (logs above; retries and duplicates in the thousands are the 6.1 rxe stall the header describes): no SUMMARY"
     exit 1
 fi
 # get MODE SIZE FIELD: a field of member 0's RESULT line.
@@ -61,6 +89,7 @@ for k in ${SIZES//,/ }; do
     printf "%10s %12s %14s %15s %12s %10s %10s\n" "$s" "$l" "$p" "$w" "$c" "$path" "$r"
     csv_row foreign "$s" "$l" "$p" "$w" "$c" "$path" "$r"
 done
+link_costs
 s16=$((16384 * 1024))
 L=$(get lease $s16 MBps) P=$(get in_place $s16 MBps) W=$(get in_place_wait $s16 MBps) C=$(get copy $s16 MBps)
 [ -n "$L" ] && [ -n "$P" ] && [ -n "$W" ] && [ -n "$C" ] || { fail "no 16 MiB figures (FOREIGN_BENCH_SIZES must hold 16384): no SUMMARY"; exit 1; }
