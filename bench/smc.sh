@@ -15,9 +15,17 @@
 #     send stamp at every delivery on every member, CLOCK_MONOTONIC
 #     shared by all members of the VM; median and p99 over all members'
 #     deliveries together.
+#   - then a 2-member paced run (members 0 and 1 of the same file) with
+#     sst.idle=spin, 64 B, one sender: the lowest latency the protocol
+#     gives, against ib_write_lat's typical latency on the same link.
+# Each paced run prints where a message's time goes (group_stats of the
+# receivers): from the send to the pass that found it in the ring, from
+# there to delivery (stability and order), SST pushes, writes, sleeps
+# (wake-ups) and device packets per message.
 # Reference in the same VM run: ib_write_bw's message rate (MsgRate, Mpps
 # column) at the same sizes on the same device, server on 10.77.0.1 and
-# client from 10.77.0.2, the better of -t 16 and -t 128.
+# client from 10.77.0.2, the better of -t 16 and -t 128; ib_write_lat -s 64
+# (t_typical) between the same addresses.
 # A figure that could not be measured is named, and the driver exits
 # non-zero without a SUMMARY line.
 set -euo pipefail
@@ -38,7 +46,10 @@ PF_SECS=${SMC_BENCH_PERFTEST_SECS:-3}
 SETS=${SMC_BENCH_SET:-}
 WINDOW=$(sed -n 's/^ *window *= *\([0-9]*\).*/\1/p' "$CFG" | head -n1)
 for kv in $SETS; do
-    case $kv in smc.window=*) WINDOW=${kv#*=} ;; esac
+    case $kv in
+    smc.window=*) WINDOW=${kv#*=} ;;
+    sst.idle=*) IDLE3=${kv#*=} ;;
+    esac
 done
 TRIES=3
 OUT=$(mktemp -d /tmp/squall-bench-smc.XXXXXX)
@@ -75,6 +86,25 @@ pids=()
 cat "$OUT"/m.*
 [ $ok = 1 ] || fail "smc_bench failed (logs above)"
 
+# ---- squall: 2 members, spinning, paced ----
+CFG2=$OUT/local-2.cfg
+# The same file without member 2 (its line, then the comma before ");").
+awk '!/\{ *id *= *2;/ { l[++n] = $0 } END {
+    for (i = 1; i <= n; i++) { if (i < n && l[i + 1] ~ /^\);/) sub(/\},[ \t]*$/, "}", l[i]); print l[i] } }' \
+    "$CFG" >"$CFG2"
+mkdir -p "$OUT/two"
+ARGS2="--config $CFG2 --out $OUT/two --sizes 64 --lat-count $LATN --latency-only --set sst.idle=spin"
+for kv in $SETS; do [ "${kv%%=*}" = sst.idle ] || ARGS2="$ARGS2 --set $kv"; done
+echo "# smc_bench --id ID $ARGS2"
+ok2=1
+timeout 900 "$BENCH" --id 1 $ARGS2 >"$OUT/two/m.1" 2>&1 &
+pids+=($!)
+timeout 900 "$BENCH" --id 0 $ARGS2 >"$OUT/two/m.0" 2>&1 || ok2=0
+for p in "${pids[@]}"; do wait "$p" || ok2=0; done
+pids=()
+cat "$OUT"/two/m.*
+[ $ok2 = 1 ] || fail "smc_bench with 2 members failed (logs above)"
+
 # tput SIZE SENDERS: the lowest msgs_per_s over the members that receive
 # from others (ranks 1.. with one sender, every member with all).
 tput() {
@@ -84,9 +114,9 @@ tput() {
             (m == "" || kv["msgs_per_s"] + 0 < m + 0)) m = kv["msgs_per_s"]
     } END { print m }'
 }
-# lat SIZE SENDERS: "p50 p99" in us over every member's samples.
+# lat SIZE SENDERS [DIR]: "p50 p99" in us over every member's samples.
 lat() {
-    cat "$OUT"/lat."$1"."$2".* 2>/dev/null | sort -n | awk '{ a[NR] = $1 } END {
+    cat "${3:-$OUT}"/lat."$1"."$2".* 2>/dev/null | sort -n | awk '{ a[NR] = $1 } END {
         if (NR) { i = int(NR * 0.99); if (i < NR * 0.99) i++
             printf "%.1f %.1f\n", a[int((NR + 1) / 2)] / 1e3, a[i] / 1e3 } }'
 }
@@ -121,8 +151,47 @@ ibwb() {
     [ -n "$mpps" ] || { fail "ib_write_bw -s $s -t $t: no result line"; cat "$OUT/ibc.$s.$t"; return 1; }
     rate=$(awk -v m="$mpps" 'BEGIN { printf "%.0f", m * 1e6 }')
 }
+# laf DIR SIZE MEMBER FIELD: a field of one member's one-sender LAT line.
+laf() {
+    awk -v s="$2" -v f="$4" '$1 == "LAT" {
+        split("", kv); for (i = 2; i <= NF; i++) { split($i, p, "="); kv[p[1]] = p[2] }
+        if (kv["size"] == s && kv["senders"] == 1) print kv[f] }' "$1/m.$3"
+}
+
+# ---- reference: ib_write_lat ----
+# ibwl PORT: sets wlat (us, t_typical) for 64 B between A1 and A2.
+ibwl() {
+    local port=$1 opts="-d $DEV -i 1 -s 64 -n 1000 -p $1"
+    echo "# server: ib_write_lat $opts -x $X1"
+    echo "# client: ib_write_lat $opts -x $X2 $A1"
+    TMPDIR=$SCRATCH timeout 120 ib_write_lat $opts -x "$X1" >"$OUT/ils.$port" 2>&1 &
+    pids+=($!)
+    if ! wait_listen "" "$port" 60 "${pids[-1]}"; then
+        fail "ib_write_lat: server not listening on port $port"
+        cat "$OUT/ils.$port"
+        stop_all
+        return 1
+    fi
+    if ! TMPDIR=$SCRATCH timeout 120 ib_write_lat $opts -x "$X2" "$A1" >"$OUT/ilc.$port" 2>&1; then
+        fail "ib_write_lat: client failed"
+        cat "$OUT/ilc.$port" "$OUT/ils.$port"
+        stop_all
+        return 1
+    fi
+    wait "${pids[-1]}" || true
+    pids=()
+    # columns: #bytes #iterations t_min t_max t_typical t_avg ...
+    wlat=$(awk '$1 == 64 && NF >= 6 { print $5 }' "$OUT/ilc.$port")
+    [ -n "$wlat" ] || { fail "ib_write_lat: no result line"; cat "$OUT/ilc.$port"; return 1; }
+}
+
 declare -A pf
+wlat=
 if X1=$(gid_index $A1) && X2=$(gid_index $A2); then
+    for ((try = 1; try <= TRIES; try++)); do
+        ibwl $((18600 + try)) && { echo "ib_write_lat -s 64: $wlat us"; break; }
+        fail "ib_write_lat: attempt $try of $TRIES failed"
+    done
     port=18700
     for s in ${SIZES//,/ }; do
         for t in 16 128; do
@@ -164,16 +233,59 @@ for s in ${SIZES//,/ }; do
         csv_row smc "$s" "$k" "$a" "$p" "$ratio" ${l:--  -}
     done
 done
+
+# ---- where a paced message's time goes ----
+echo
+echo "Where a paced message's time goes, 64 B, one sender (member 0); the receiver is member 1; means in us"
+echo "send_to_found: send to the receiver's pass that found it in its ring (its mean latency less found_to_delivery);"
+echo "found_to_delivery: from there to delivery (stability, order); own: send to the sender's own delivery; per message: SST pushes, writes and progress-thread sleeps of the receiver, device packets of all members;"
+echo "vm_idle_pct: the VM's idle CPU meanwhile (0: every vCPU busy, and rxe's own kernel work waits its turn)"
+printf "%-22s %8s %9s %14s %18s %8s %12s %11s %10s %9s %12s\n" run p50_us mean_us send_to_found found_to_delivery own_us pushes/msg writes/msg sleeps/msg pkts/msg vm_idle_pct
+csv_header smc_breakdown run p50_us mean_us send_to_found_us found_to_delivery_us own_send_to_delivery_us sst_pushes_per_msg sst_writes_per_msg sleeps_per_msg pkts_per_msg vm_idle_pct
+breakdown() { # NAME DIR
+    local p50 mean ftd own pu wr sl pk stf idle
+    p50=$(laf "$2" 64 1 p50_us) mean=$(laf "$2" 64 1 mean_us) ftd=$(laf "$2" 64 1 found_to_delivery_us)
+    own=$(laf "$2" 64 0 own_send_to_delivery_us) pu=$(laf "$2" 64 1 sst_pushes_per_msg)
+    wr=$(laf "$2" 64 1 sst_writes_per_msg) sl=$(laf "$2" 64 1 sleeps_per_msg) pk=$(laf "$2" 64 0 pkts_per_msg)
+    idle=$(laf "$2" 64 1 vm_idle_pct)
+    stf=-
+    [ -n "$mean" ] && [ -n "$ftd" ] && stf=$(awk -v a="$mean" -v b="$ftd" 'BEGIN { printf "%.1f", a - b }')
+    printf "%-22s %8s %9s %14s %18s %8s %12s %11s %10s %9s %12s\n" "$1" "${p50:--}" "${mean:--}" "$stf" "${ftd:--}" \
+        "${own:--}" "${pu:--}" "${wr:--}" "${sl:--}" "${pk:--}" "${idle:--}"
+    csv_row smc_breakdown "$1" "${p50:--}" "${mean:--}" "$stf" "${ftd:--}" "${own:--}" "${pu:--}" "${wr:--}" "${sl:--}" "${pk:--}" "${idle:--}"
+}
+breakdown "$N members, ${IDLE3:-adaptive}" "$OUT"
+breakdown "2 members, spin" "$OUT/two"
+
 first=${SIZES%%,*}
 [ -n "${pf[$first]:-}" ] || missing+=("ib_write_bw -s $first")
+[ -n "$wlat" ] || missing+=("ib_write_lat -s 64")
 [ $ok = 1 ] || missing+=("a clean smc_bench run")
+[ $ok2 = 1 ] || missing+=("a clean 2-member smc_bench run")
+L2=$(lat 64 1 "$OUT/two")
+[ -n "$L2" ] || missing+=("the 2-member latency")
+PK=$(laf "$OUT/two" 64 0 pkts_per_msg)
+[ -n "$PK" ] || missing+=("packets per message (rxe0 hw_counters)")
 if [ ${#missing[@]} -gt 0 ]; then
     fail "no SUMMARY: missing ${missing[*]} (logs in $OUT)"
     exit 1
 fi
 A=$(tput "$first" 1)
 C=$(tput "$first" $N)
-D=$(lat "$first" 1)
-D=${D#* }
-awk -v a="$A" -v b="${pf[$first]}" -v c="$C" -v d="$D" -v s="$first" 'BEGIN {
-    printf "SUMMARY smc size=%s msgs_per_s=%.0f perftest_msgs_per_s=%.0f ratio=%.3f all_senders_msgs_per_s=%.0f p99_us=%s\n", s, a, b, a / b, c, d }'
+L3=$(lat 64 1)
+# ratio_1k and ratio_8k: one sender at 1 KiB and smc.max_payload (when
+# measured); all_senders_ratio_min: every member sending, lowest over sizes.
+r1k=$(tput 1024 1) r8k=$(tput "$MAXP" 1)
+r1k=$([ -n "$r1k" ] && [ -n "${pf[1024]:-}" ] && awk -v a="$r1k" -v b="${pf[1024]}" 'BEGIN { printf "%.3f", a / b }' || echo -)
+r8k=$([ -n "$r8k" ] && [ -n "${pf[$MAXP]:-}" ] && awk -v a="$r8k" -v b="${pf[$MAXP]}" 'BEGIN { printf "%.3f", a / b }' || echo -)
+amin=
+for s in ${SIZES//,/ }; do
+    c=$(tput "$s" $N)
+    [ -n "$c" ] && [ -n "${pf[$s]:-}" ] || continue
+    amin=$(awk -v a="$c" -v b="${pf[$s]}" -v m="$amin" 'BEGIN { r = a / b; if (m == "" || r < m) m = r; printf "%.3f", m }')
+done
+awk -v a="$A" -v b="${pf[$first]}" -v s="$first" -v r1="$r1k" -v r8="$r8k" -v am="${amin:--}" \
+    -v l2="$L2" -v w="$wlat" -v pk="$PK" -v l3="${L3:-- -}" 'BEGIN {
+    split(l2, x, " "); split(l3, y, " ")
+    printf "SUMMARY smc size=%s msgs_per_s=%.0f perftest_msgs_per_s=%.0f ratio=%.3f ratio_1k=%s ratio_8k=%s all_senders_ratio_min=%s lat2_p50_us=%s lat2_p99_us=%s ib_write_lat_us=%s lat_ratio=%.2f packets_per_msg=%s lat3_p50_us=%s lat3_p99_us=%s\n",
+        s, a, b, a / b, r1, r8, am, x[1], x[2], w, x[1] / w, pk, y[1], y[2] }'

@@ -28,7 +28,8 @@
  * One line per phase on stdout:
  *   TPUT size=B senders=K member=ID delivered=N secs=S msgs_per_s=R
  *        sent=M send_waits=W PROFILE
- *   LAT size=B senders=K member=ID samples=N p50_us=.. p99_us=.. PROFILE
+ *   LAT size=B senders=K member=ID samples=N p50_us=.. p99_us=..
+ *       mean_us=.. PROFILE BREAKDOWN
  * (the LAT figures here are this member's alone), where PROFILE says
  * where the time went during the phase: cpu_main_pct (the sending
  * thread) and cpu_progress_pct (the process's other threads: the group's
@@ -36,7 +37,13 @@
  * of the whole VM from /proc/stat; and, where the device counts them
  * (Soft-RoCE's hw_counters), dev_sent_pkts and pkts_per_msg: packets
  * every member sent per message of the phase (data writes, null records,
- * SST pushes, acknowledgements). Then group_close.
+ * SST pushes, acknowledgements). BREAKDOWN (group_stats) is, per message
+ * of the phase, this member's sst_pushes_per_msg and sst_writes_per_msg,
+ * sleeps_per_msg (progress-thread sleeps, each ended by a wake-up), and
+ * the mean found_to_delivery_us of others' messages (from the pass that
+ * found one in its ring to its delivery: stability and order) and
+ * own_send_to_delivery_us of its own. --latency-only runs only the paced
+ * phase with one sender, at each size. Then group_close.
  * Exit status 0 only when every phase delivered what it should, in each
  * sender's order, and the group closed cleanly.
  */
@@ -391,12 +398,42 @@ static int cmp_u64(const void *x, const void *y)
 	return p < q ? -1 : p > q;
 }
 
+/* Per message of a phase of `msgs` messages, from two group_stats: SST
+ * pushes and their writes, progress-thread sleeps (each a wake-up), and
+ * the mean time of a delivered message here from its arrival in its
+ * ring (others') or from its send (own). */
+static void breakdown_print(const struct group_stats *s0,
+			    const struct group_stats *s1, uint64_t msgs)
+{
+	uint64_t rx = s1->smc_rx_waited - s0->smc_rx_waited;
+	uint64_t own = s1->smc_own_waited - s0->smc_own_waited;
+
+	if (!msgs)
+		return;
+	printf(" sst_pushes_per_msg=%.2f sst_writes_per_msg=%.2f "
+	       "sleeps_per_msg=%.2f",
+	       (double)(s1->sst_pushes - s0->sst_pushes) / (double)msgs,
+	       (double)(s1->sst_writes - s0->sst_writes) / (double)msgs,
+	       (double)(s1->progress_sleeps - s0->progress_sleeps) / (double)msgs);
+	if (rx)
+		printf(" found_to_delivery_us=%.1f",
+		       (double)(s1->smc_rx_wait_ns - s0->smc_rx_wait_ns) /
+			       (double)rx / 1e3);
+	if (own)
+		printf(" own_send_to_delivery_us=%.1f",
+		       (double)(s1->smc_own_wait_ns - s0->smc_own_wait_ns) /
+			       (double)own / 1e3);
+}
+
 static void latency(struct bench *b, size_t size, uint32_t nsenders)
 {
 	struct alloc *a = group_get_allocator(b->g);
+	struct group_stats s0, s1;
+	uint64_t sum = 0;
 	struct cpu c0, c1;
 
 	open_phase(b, nsenders, true, (uint64_t)nsenders * b->lat_count);
+	group_stats(b->g, &s0);
 	cpu_sample(&c0);
 	if (b->rank < nsenders) {
 		for (uint32_t i = 0; i < b->lat_count; i++) {
@@ -417,13 +454,18 @@ static void latency(struct bench *b, size_t size, uint32_t nsenders)
 	}
 	wait_done(b);
 	cpu_sample(&c1);
+	group_stats(b->g, &s1);
 	write_samples(b, size, nsenders);
 	qsort(b->lat, b->nlat, sizeof(*b->lat), cmp_u64);
+	for (uint64_t i = 0; i < b->nlat; i++)
+		sum += b->lat[i];
 	printf("LAT size=%zu senders=%u member=%u samples=%" PRIu64
-	       " p50_us=%.1f p99_us=%.1f", size, nsenders, b->id, b->nlat,
-	       b->nlat ? b->lat[b->nlat / 2] / 1e3 : 0.0,
-	       b->nlat ? b->lat[b->nlat * 99 / 100] / 1e3 : 0.0);
+	       " p50_us=%.1f p99_us=%.1f mean_us=%.1f", size, nsenders, b->id,
+	       b->nlat, b->nlat ? b->lat[b->nlat / 2] / 1e3 : 0.0,
+	       b->nlat ? b->lat[b->nlat * 99 / 100] / 1e3 : 0.0,
+	       b->nlat ? (double)sum / (double)b->nlat / 1e3 : 0.0);
 	cpu_print(&c0, &c1, b->delivered);
+	breakdown_print(&s0, &s1, (uint64_t)nsenders * b->lat_count);
 	printf("\n");
 	fflush(stdout);
 }
@@ -432,7 +474,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: smc_bench --config CFG --id N --out DIR "
 		"[--sizes B,..] [--secs S] [--lat-count N] "
-		"[--lease-batch K] [--set key=value]\n");
+		"[--lease-batch K] [--set key=value] [--latency-only]\n");
 	exit(2);
 }
 
@@ -447,6 +489,7 @@ int main(int argc, char **argv)
 		{ "lat-count", required_argument, 0, 'l' },
 		{ "lease-batch", required_argument, 0, 'b' },
 		{ "out", required_argument, 0, 'o' },
+		{ "latency-only", no_argument, 0, 'L' },
 		{ 0, 0, 0, 0 },
 	};
 	static struct bench B;
@@ -456,6 +499,7 @@ int main(int argc, char **argv)
 	const char *cfg_path = NULL, *id = NULL, *sets[8];
 	size_t nsets = 0;
 	struct squall_error err;
+	bool latency_only = false;
 	long my_id;
 	int c, r;
 
@@ -482,6 +526,7 @@ int main(int argc, char **argv)
 		case 'l': b->lat_count = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'b': b->lease_batch = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'o': b->out = optarg; break;
+		case 'L': latency_only = true; break;
 		default: usage();
 		}
 	}
@@ -525,6 +570,10 @@ int main(int argc, char **argv)
 	for (unsigned i = 0; i < b->nsizes; i++) {
 		uint32_t set[2] = { 1, b->n };
 
+		if (latency_only) {
+			latency(b, b->sizes[i], 1);
+			continue;
+		}
 		for (unsigned k = 0; k < 2; k++) {
 			throughput(b, b->sizes[i], set[k]);
 			latency(b, b->sizes[i], set[k]);

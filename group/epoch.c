@@ -216,10 +216,22 @@ static void kept_own_take(struct group *g)
 /* Tear down the current view's parts: the progress thread first (the SST
  * owns it), then the node (no write of this view lands any more), then
  * what the transports kept. */
+/* The ended view's SST (sst) or SMC timing counters stay counted. */
+static void keep_timing(struct group *g, bool sst)
+{
+	uint64_t t[GROUP_TIMING_COUNT] = { 0 };
+
+	group_timing_add(g, sst, t);
+	for (unsigned i = 0; i < GROUP_TIMING_COUNT; i++)
+		if (t[i])
+			atomic_fetch_add(&g->st_old_timing[i], t[i]);
+}
+
 void group_epoch_teardown(struct group *g)
 {
 	group_assert_swap(g);
 	atomic_store(&g->ready, false);
+	keep_timing(g, true);
 	sst_destroy(g->v.t);
 	g->v.t = NULL;
 	/* sst_destroy joined the progress thread. */
@@ -254,6 +266,7 @@ void group_epoch_teardown(struct group *g)
 		atomic_fetch_add(&g->st_old_copies, ss.payload_copies -
 				 ss.sends_copied + rs.payload_copies);
 		atomic_fetch_add(&g->st_old_waits, ss.send_waits);
+		keep_timing(g, false);
 	}
 	if (g->v.core)
 		kept_own_take(g);

@@ -387,8 +387,30 @@ void group_stats(struct group *g, struct group_stats *st)
 		group_epoch_rdunlock(g);
 }
 
+void group_timing_add(struct group *g, bool sst, uint64_t *t)
+{
+	if (sst && g->v.t) {
+		struct sst_stats ts;
+
+		sst_get_stats(g->v.t, &ts);
+		t[GT_SST_PUSHES] += ts.pushes;
+		t[GT_SST_WRITES] += ts.writes;
+		t[GT_SLEEPS] += ts.sleeps;
+	} else if (!sst && g->v.core) {
+		struct smc_stats ss;
+
+		smc_core_stats(g->v.core, &ss);
+		t[GT_RX_WAIT_NS] += ss.rx_wait_ns;
+		t[GT_RX_WAITED] += ss.rx_waited;
+		t[GT_OWN_WAIT_NS] += ss.own_wait_ns;
+		t[GT_OWN_WAITED] += ss.own_waited;
+	}
+}
+
 void group_stats_in_view(struct group *g, struct group_stats *st)
 {
+	uint64_t t[GROUP_TIMING_COUNT];
+
 	struct smc_stats ss = { 0 };
 	struct rdmc_stats rs = { 0 };
 	struct regcache_stats cs = { 0 };
@@ -406,6 +428,10 @@ void group_stats_in_view(struct group *g, struct group_stats *st)
 		rdma_sq_odp_stats(g->v.node, &os);
 	}
 	epoch = g->vcfg.epoch;
+	for (unsigned i = 0; i < GROUP_TIMING_COUNT; i++)
+		t[i] = atomic_load(&g->st_old_timing[i]);
+	group_timing_add(g, true, t);
+	group_timing_add(g, false, t);
 	*st = (struct group_stats){
 		.sent = atomic_load(&g->st_sent),
 		.sent_smc = atomic_load(&g->st_sent_smc),
@@ -440,6 +466,13 @@ void group_stats_in_view(struct group *g, struct group_stats *st)
 		.cache_misses = cs.misses + atomic_load(&g->st_old_cache_misses),
 		.odp_registrations = os.registrations +
 				     atomic_load(&g->st_old_odp_regs),
+		.sst_pushes = t[GT_SST_PUSHES],
+		.sst_writes = t[GT_SST_WRITES],
+		.progress_sleeps = t[GT_SLEEPS],
+		.smc_rx_wait_ns = t[GT_RX_WAIT_NS],
+		.smc_rx_waited = t[GT_RX_WAITED],
+		.smc_own_wait_ns = t[GT_OWN_WAIT_NS],
+		.smc_own_waited = t[GT_OWN_WAITED],
 	};
 }
 

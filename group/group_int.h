@@ -309,6 +309,13 @@ struct group_epoch {
 	char suspect_why[GROUP_CONFIG_MAX_MEMBERS][160];
 };
 
+/* The SST and SMC counters group_stats sums over views (group.c). */
+enum group_timing {
+	GT_SST_PUSHES, GT_SST_WRITES, GT_SLEEPS,
+	GT_RX_WAIT_NS, GT_RX_WAITED, GT_OWN_WAIT_NS, GT_OWN_WAITED,
+	GROUP_TIMING_COUNT
+};
+
 /* A member's end of the group: what lives across its views. */
 /* Join connections read at once, and the largest join request or proof
  * (header, member extension, up to 40 bytes of payload, with room). */
@@ -454,6 +461,8 @@ struct group {
 		st_copied_bytes;       /* group_send_mem's two paths */
 	atomic_uint_fast64_t st_old_cache_hits, st_old_cache_misses;
 	atomic_uint_fast64_t st_old_odp_regs;
+	/* Ended views' SST and SMC timing counters (group_stats). */
+	atomic_uint_fast64_t st_old_timing[GROUP_TIMING_COUNT];
 
 	/* The stats file's writer (stats.c), NULL without
 	 * group.stats_file: set by the start, cleared by the close. */
@@ -794,6 +803,9 @@ int group_failed(struct group *g, struct squall_error *err);
 /* group.c: group_stats() for a caller that may use the view's parts
  * (group_assert_in_view: epoch_lock held, or a group thread). */
 void group_stats_in_view(struct group *g, struct group_stats *st);
+/* Add the current view's SST (sst) or SMC (!sst) timing counters to t,
+ * by enum group_timing; the view's part may be gone (adds nothing). */
+void group_timing_add(struct group *g, bool sst, uint64_t *t);
 
 /* stats.c: with group.stats_file set, write the counters once (an
  * error if that fails) and start the thread that writes them every

@@ -57,6 +57,7 @@ struct smc_core {
 	uint64_t *scratch; /* [n * n] counters with my own row fresh */
 	struct smc_order_event ev[SMC_CORE_BATCH];
 	bool kept[SMC_CORE_BATCH];
+	uint64_t wait_ns[SMC_CORE_BATCH]; /* at delivery, since at_ns */
 	bool row_dirty;
 
 	struct smc_stats st;
@@ -248,6 +249,14 @@ static int post_pending(struct smc_core *c)
 /* Reserve a record, let the caller commit to it (messages with a cookie)
  * and enter it in the order as this member's own. Called with the lock
  * held. */
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static int64_t reserve_own(struct smc_core *c, const void *payload,
 			   uint32_t len, uint16_t nrounds, uint16_t flags,
 			   void *cookie)
@@ -275,6 +284,7 @@ static int64_t reserve_own(struct smc_core *c, const void *payload,
 			       .nrounds = nrounds,
 			       .flags = flags,
 			       .data = payload,
+			       .at_ns = flags & SMC_REC_NULL ? 0 : now_ns(),
 			   });
 	/* The window bounds unpassed own records as it bounds the ring. */
 	assert(r == 0);
@@ -425,6 +435,7 @@ void smc_core_release(struct smc_core *c, const struct smc_msg *m)
 int smc_core_on_recv(struct smc_core *c, uint32_t sender, uint32_t imm)
 {
 	struct smc_ring_rx *rx;
+	uint64_t at;
 	int n, r = 0;
 
 	if (sender >= c->p.nmembers || sender == c->p.me)
@@ -436,6 +447,7 @@ int smc_core_on_recv(struct smc_core *c, uint32_t sender, uint32_t imm)
 		r = n;
 		goto out;
 	}
+	at = n > 0 ? now_ns() : 0;
 	for (int i = 0; i < n; i++) {
 		const struct smc_rx_rec *x = &c->rxrecs[i];
 
@@ -447,6 +459,7 @@ int smc_core_on_recv(struct smc_core *c, uint32_t sender, uint32_t imm)
 				       .nrounds = x->nrounds,
 				       .flags = x->flags,
 				       .data = x->data,
+				       .at_ns = at,
 				   });
 		/* accept() checked the window, which bounds the queue. */
 		assert(r == 0);
@@ -507,6 +520,7 @@ static void load_counters(struct smc_core *c, const uint64_t *recv)
 static uint32_t run_upcalls(struct smc_core *c, uint32_t got)
 {
 	uint32_t msgs = 0;
+	uint64_t t = now_ns();
 
 	for (uint32_t i = 0; i < got; i++) {
 		const struct smc_order_event *e = &c->ev[i];
@@ -515,6 +529,7 @@ static uint32_t run_upcalls(struct smc_core *c, uint32_t got)
 		c->kept[i] = false;
 		if (e->rec.flags & SMC_REC_NULL)
 			continue;
+		c->wait_ns[i] = t > e->rec.at_ns ? t - e->rec.at_ns : 0;
 		m = (struct smc_msg){
 		    .sender = e->sender,
 		    .seq = e->seq,
@@ -541,6 +556,15 @@ static int deliver_batch(struct smc_core *c, uint32_t got)
 	msgs = run_upcalls(c, got);
 	pthread_mutex_lock(&c->lock);
 	for (uint32_t i = 0; i < got; i++) {
+		const struct smc_order_event *e = &c->ev[i];
+
+		if (!(e->rec.flags & SMC_REC_NULL)) {
+			bool own = e->sender == c->p.me;
+
+			*(own ? &c->st.own_wait_ns : &c->st.rx_wait_ns) +=
+				c->wait_ns[i];
+			(*(own ? &c->st.own_waited : &c->st.rx_waited))++;
+		}
 		if (c->kept[i])
 			c->st.kept++;
 		else

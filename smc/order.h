@@ -31,6 +31,7 @@ struct smc_order_rec {
 	uint16_t nrounds; /* rounds covered (1 for a message) */
 	uint16_t flags;	  /* SMC_REC_NULL for a null record */
 	const void *data; /* payload (ring slot, or the sender's own lease) */
+	uint64_t at_ns;	  /* found in the ring, or sent (own): 0 for nulls */
 };
 
 /* One step of delivery, in the total order. A message (flags without

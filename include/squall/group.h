@@ -434,6 +434,18 @@ struct group_stats {
 	uint64_t odp_registrations;/* of those, registrations made on demand
 				      (IBV_ACCESS_ON_DEMAND, nothing pinned):
 				      0 where the device has no usable ODP */
+	/* Where the time of small (SMC) messages goes, every view: */
+	uint64_t sst_pushes;       /* SST row pushes (heartbeats included) */
+	uint64_t sst_writes;       /* RDMA writes those pushes posted */
+	uint64_t progress_sleeps;  /* times the progress thread blocked
+				      (each ends in a wake-up) */
+	uint64_t smc_rx_wait_ns;   /* others' SMC messages: from the pass
+				      that found them in their ring to their
+				      delivery here, summed */
+	uint64_t smc_rx_waited;    /* ... over this many messages */
+	uint64_t smc_own_wait_ns;  /* own SMC messages: from the send to
+				      their delivery here, summed */
+	uint64_t smc_own_waited;   /* ... over this many messages */
 };
 void group_stats(struct group *g, struct group_stats *st);
 

@@ -61,6 +61,15 @@ struct smc_stats {
 	uint64_t delivery_batches; /* progress passes that delivered */
 	uint64_t kept;		   /* slots the upcall kept */
 	uint64_t leases_returned;  /* sent payloads handed back */
+	/* Where a message's time goes (CLOCK_MONOTONIC, one reading per
+	 * arrival and per delivery batch): others' messages from the pass
+	 * that found them in their ring to their delivery here (waiting for
+	 * stability and the order), and own messages from the send to
+	 * their delivery here (every member holds them). */
+	uint64_t rx_wait_ns;	   /* sum over others' delivered messages */
+	uint64_t rx_waited;	   /* those messages */
+	uint64_t own_wait_ns;	   /* sum over own delivered messages */
+	uint64_t own_waited;	   /* those messages */
 };
 
 #endif /* SQUALL_SMC_H */

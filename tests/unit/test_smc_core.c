@@ -489,6 +489,15 @@ static void test_all_send(void **state)
 	smc_core_stats(sim.m[0].c, &st);
 	/* Runs carried several records per write. */
 	assert_true(st.records_written > st.writes);
+	/* Every delivered message was timed once: its own sender's from the
+	 * send, the others' from their arrival, each later than its stamp. */
+	for (uint32_t j = 0; j < 3; j++) {
+		smc_core_stats(sim.m[j].c, &st);
+		assert_int_equal(st.own_waited, sim.m[j].sent);
+		assert_int_equal(st.own_waited + st.rx_waited, st.delivered);
+		assert_int_equal(st.delivered, total);
+		assert_true(st.own_wait_ns > 0 && st.rx_wait_ns > 0);
+	}
 	sim_fini(&sim);
 }
 
