@@ -197,9 +197,12 @@ int main(int argc, char **argv)
 		{ "alg", required_argument, 0, 'a' },
 		{ "window", required_argument, 0, 'w' },
 		{ "budget-mib", required_argument, 0, 'b' },
+		{ "set", required_argument, 0, 'S' },
 		{ 0, 0, 0, 0 },
 	};
 	struct bench *b = calloc(1, sizeof(*b));
+	const char *sets[8];
+	unsigned nsets = 0;
 	struct alloc_params ap = { 0 };
 	struct rdma_sq_options ro = { .max_recv_wr = 128, .max_send_wr = 128 };
 	struct rdmc_engine_options eo = { .own_recvs = true, .recv_depth = 96 };
@@ -207,7 +210,7 @@ int main(int argc, char **argv)
 	struct rdmc_group *groups[MAXV] = { 0 };
 	uint32_t ids[GROUP_CONFIG_MAX_MEMBERS];
 	struct squall_error err;
-	struct rdma_sq_mr *grant;
+	struct rdma_sq_mr *grant = NULL;
 	double rv[MAXV];
 	int alg = RDMC_BINOMIAL, c;
 	void *base;
@@ -234,13 +237,19 @@ int main(int argc, char **argv)
 			break;
 		case 'w': eo.send_window = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'b': b->budget_mib = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'S':
+			if (nsets == 8)
+				die(b, "--set", "at most 8");
+			sets[nsets++] = optarg;
+			break;
 		default: die(b, "usage", "rdmc_bench CFG ID [--sizes MiB,...] "
-			     "[--receivers N,...] [--alg NAME] [--window N] [--budget-mib N]");
+			     "[--receivers N,...] [--alg NAME] [--window N] [--budget-mib N] "
+			     "[--set KEY=VALUE]...");
 		}
 	}
 	if (argc - optind != 2)
 		die(b, "usage", "rdmc_bench CFG ID [options]");
-	if (group_config_load(argv[optind], &b->cfg, &err))
+	if (group_config_load_with(argv[optind], NULL, sets, nsets, &b->cfg, &err))
 		die(b, "config", err.msg);
 	c = (int)group_config_my_id(&b->cfg, argv[optind + 1], &err);
 	if (c < 0)
@@ -255,13 +264,20 @@ int main(int argc, char **argv)
 	if (alloc_create(&ap, &b->a, &err))
 		die(b, "alloc_create", err.msg);
 	alloc_region(b->a, &base, &len);
+	/* group.peer_access as the group does it: a window per writer and
+	 * transfer, or one key over the whole region. */
+	ro.peer_windows = b->cfg.peer_access == 0;
 	if (group_transport_create(&b->cfg, b->id, base, len, &ro, &b->node, &err))
 		die(b, "rdma_sq_create", err.msg);
 	if (rdma_sq_connect_all(b->node, &err))
 		die(b, "rdma_sq_connect_all", err.msg);
-	if (rdma_sq_reg_mr(b->node, base, len, 0, &grant, &err))
-		die(b, "rdma_sq_reg_mr", err.msg);
-	eo.grant_mr = grant;
+	if (ro.peer_windows) {
+		eo.windows = true;
+	} else {
+		if (rdma_sq_reg_mr(b->node, base, len, 0, &grant, &err))
+			die(b, "rdma_sq_reg_mr", err.msg);
+		eo.grant_mr = grant;
+	}
 	if (rdmc_engine_create(b->node, b->a, &eo, &b->e, &err))
 		die(b, "rdmc_engine_create", err.msg);
 	for (unsigned i = 0; i < b->cfg.nmembers; i++)
@@ -269,9 +285,10 @@ int main(int argc, char **argv)
 	if (b->me == 0)
 		printf("# set-up (region, connections, registration) took %.1f s\n"
 		       "# rdmc_bench: %s, blocks of %" PRIu64 " bytes, window %u, "
-		       "device %s\n", now_s() - b->t_start, rdmc_algorithm_name((enum rdmc_algorithm)alg),
+		       "device %s, peers write through %s\n", now_s() - b->t_start, rdmc_algorithm_name((enum rdmc_algorithm)alg),
 		       b->cfg.rdmc_block_size, eo.send_window ? eo.send_window : 8,
-		       rdma_sq_device_name(b->node));
+		       rdma_sq_device_name(b->node), ro.peer_windows ?
+		       "a window per transfer" : "the whole region's key");
 	for (unsigned i = 0; i < b->nrecv; i++) {
 		unsigned r = b->recv[i];
 

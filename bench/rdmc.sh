@@ -57,13 +57,16 @@ big=${SIZES##*,}
 # ---- RDMC ----
 RARGS="--sizes $SIZES --receivers 1,2,3 --budget-mib $BUDGET"
 echo "# rdmc: $BENCH $CFG ID $RARGS"
+# rdmc_run [NAME [ARGS...]]: every member runs rdmc_bench with RARGS and
+# ARGS, output in OUT/NAME.ID (NAME rdmc by default).
 rdmc_run() {
-    local i p ok=0
+    local i p ok=0 name=${1:-rdmc}
+    shift || true
     for i in 1 2 3; do
-        "$BENCH" "$CFG" "$i" $RARGS >"$OUT/rdmc.$i" 2>&1 &
+        "$BENCH" "$CFG" "$i" $RARGS "$@" >"$OUT/$name.$i" 2>&1 &
         pids+=($!)
     done
-    timeout 1200 "$BENCH" "$CFG" 0 $RARGS >"$OUT/rdmc.0" 2>&1 || ok=1
+    timeout 1200 "$BENCH" "$CFG" 0 $RARGS "$@" >"$OUT/$name.0" 2>&1 || ok=1
     if [ $ok = 0 ]; then
         for p in "${pids[@]}"; do wait "$p" || ok=1; done
     fi
@@ -78,6 +81,19 @@ else
 fi
 : >>"$OUT/rdmc.0"
 [ -n "$(get "$OUT/rdmc.0" 3 "$big" aggregate_MBps)" ] || missing+=("aggregate_MBps (rdmc_bench)")
+
+# ---- the same with one key over the whole region ----
+# group.peer_access "region" against the default "windows" above (a
+# window per writer and transfer): the largest size, 3 receivers.
+echo "# rdmc: $BENCH $CFG ID $RARGS --sizes $big --receivers 3 --set group.peer_access=region"
+if rdmc_run region --sizes "$big" --receivers 3 --set group.peer_access=region; then
+    grep -v '^#' "$OUT/region.0" || true
+else
+    cat "$OUT"/region.*
+    fail "rdmc_bench with group.peer_access=region failed (logs above)"
+fi
+: >>"$OUT/region.0"
+[ -n "$(get "$OUT/region.0" 3 "$big" aggregate_MBps)" ] || missing+=("aggregate_MBps with group.peer_access=region")
 
 # ---- the link: ib_write_bw ----
 # ibwb Q PORT: one server and one client; sets bw (MB/s) on success.
@@ -215,6 +231,8 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 A=$(get "$OUT/rdmc.0" 3 "$big" aggregate_MBps)
 C=$(get "$OUT/mpi" 3 "$big" aggregate_MBps)
-awk -v a="$A" -v b="$best_link" -v c="$C" -v t="$tcp_link" -v s="$big" 'BEGIN {
+R=$(get "$OUT/region.0" 3 "$big" aggregate_MBps)
+echo "peers' access, 3 receivers, $big MiB: windows $A MB/s, the whole region's key $R MB/s"
+awk -v a="$A" -v b="$best_link" -v c="$C" -v t="$tcp_link" -v s="$big" -v r="$R" 'BEGIN {
     rl = a / b; rm = (a / b) / (c / t);
-    printf "SUMMARY rdmc size_mib=%s receivers=3 aggregate_MBps=%.2f link_MBps=%.2f ratio_link=%.3f mpi_bcast_MBps=%.2f tcp_link_MBps=%.2f ratio_vs_mpi=%.3f\n", s, a, b, rl, c, t, rm }'
+    printf "SUMMARY rdmc size_mib=%s receivers=3 aggregate_MBps=%.2f link_MBps=%.2f ratio_link=%.3f mpi_bcast_MBps=%.2f tcp_link_MBps=%.2f ratio_vs_mpi=%.3f region_MBps=%.2f windows_vs_region=%.3f\n", s, a, b, rl, c, t, rm, r, a / r }'

@@ -74,17 +74,25 @@ stop_all() {
 # ---- squall: smc_bench, one process per member ----
 ARGS="--config $CFG --out $OUT --sizes $SIZES --secs $SECS --lat-count $LATN --lease-batch $BATCH"
 for kv in $SETS; do ARGS="$ARGS --set $kv"; done
-echo "# smc_bench --id ID $ARGS"
+# run_members DIR ARGS...: smc_bench --id I ARGS for every member, output
+# in DIR/m.I, printed after; 0 when every member succeeded.
+run_members() {
+    local dir=$1 i p ok=0
+    shift
+    echo "# smc_bench --id ID $*"
+    for i in $(seq 1 $((N - 1))); do
+        timeout 1500 "$BENCH" --id "$i" "$@" >"$dir/m.$i" 2>&1 &
+        pids+=($!)
+    done
+    timeout 1500 "$BENCH" --id 0 "$@" >"$dir/m.0" 2>&1 || ok=1
+    for p in "${pids[@]}"; do wait "$p" || ok=1; done
+    pids=()
+    cat "$dir"/m.*
+    return $ok
+}
 ok=1
-for i in $(seq 1 $((N - 1))); do
-    timeout 1500 "$BENCH" --id "$i" $ARGS >"$OUT/m.$i" 2>&1 &
-    pids+=($!)
-done
-timeout 1500 "$BENCH" --id 0 $ARGS >"$OUT/m.0" 2>&1 || ok=0
-for p in "${pids[@]}"; do wait "$p" || ok=0; done
-pids=()
-cat "$OUT"/m.*
-[ $ok = 1 ] || fail "smc_bench failed (logs above)"
+# shellcheck disable=SC2086
+run_members "$OUT" $ARGS || { ok=0; fail "smc_bench failed (logs above)"; }
 
 # ---- squall: 2 members, spinning, paced ----
 CFG2=$OUT/local-2.cfg
@@ -105,10 +113,21 @@ pids=()
 cat "$OUT"/two/m.*
 [ $ok2 = 1 ] || fail "smc_bench with 2 members failed (logs above)"
 
-# tput SIZE SENDERS: the lowest msgs_per_s over the members that receive
-# from others (ranks 1.. with one sender, every member with all).
+# ---- squall: the 64-byte stream with one key over the whole region ----
+# group.peer_access "region" against the default "windows" (every run
+# above): the same members, sizes 64, one sender and all.
+mkdir -p "$OUT/region"
+ARGS3="--config $CFG --out $OUT/region --sizes 64 --secs $SECS --lat-count $LATN --lease-batch $BATCH --set group.peer_access=region"
+for kv in $SETS; do [ "${kv%%=*}" = group.peer_access ] || ARGS3="$ARGS3 --set $kv"; done
+ok3=1
+# shellcheck disable=SC2086
+run_members "$OUT/region" $ARGS3 ||
+    { ok3=0; fail "smc_bench with group.peer_access=region failed (logs above)"; }
+
+# tput SIZE SENDERS [DIR]: the lowest msgs_per_s over the members that
+# receive from others (ranks 1.. with one sender, every member with all).
 tput() {
-    cat "$OUT"/m.* | awk -v s="$1" -v k="$2" '$1 == "TPUT" {
+    cat "${3:-$OUT}"/m.* | awk -v s="$1" -v k="$2" '$1 == "TPUT" {
         split("", kv); for (i = 2; i <= NF; i++) { split($i, p, "="); kv[p[1]] = p[2] }
         if (kv["size"] == s && kv["senders"] == k && (k > 1 || kv["member"] != 0) &&
             (m == "" || kv["msgs_per_s"] + 0 < m + 0)) m = kv["msgs_per_s"]
@@ -257,11 +276,26 @@ breakdown() { # NAME DIR
 breakdown "$N members, ${IDLE3:-adaptive}" "$OUT"
 breakdown "2 members, spin" "$OUT/two"
 
+echo
+echo "Peers' access: windows (each peer writes its SST row and its ring through keys of its own) vs one key over the whole region, 64 B, same members"
+printf "%-10s %8s %14s %14s %7s\n" access senders windows_msgs/s region_msgs/s ratio
+for k in 1 $N; do
+    a=$(tput 64 "$k") b=$(tput 64 "$k" "$OUT/region")
+    r=-
+    [ -n "$a" ] && [ -n "$b" ] && r=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.3f", a / b }')
+    printf "%-10s %8s %14s %14s %7s\n" 64B "$k" "${a:--}" "${b:--}" "$r"
+done
+
 first=${SIZES%%,*}
 [ -n "${pf[$first]:-}" ] || missing+=("ib_write_bw -s $first")
 [ -n "$wlat" ] || missing+=("ib_write_lat -s 64")
 [ $ok = 1 ] || missing+=("a clean smc_bench run")
 [ $ok2 = 1 ] || missing+=("a clean 2-member smc_bench run")
+[ $ok3 = 1 ] || missing+=("a clean smc_bench run with group.peer_access=region")
+RG=$(tput 64 1 "$OUT/region") RGA=$(tput 64 $N "$OUT/region")
+WG=$(tput 64 1) WGA=$(tput 64 $N)
+[ -n "$RG" ] && [ -n "$RGA" ] && [ -n "$WG" ] && [ -n "$WGA" ] ||
+    missing+=("64-byte rates with windows and with the region's key")
 L2=$(lat 64 1 "$OUT/two")
 [ -n "$L2" ] || missing+=("the 2-member latency")
 PK=$(laf "$OUT/two" 64 0 pkts_per_msg)
@@ -285,7 +319,8 @@ for s in ${SIZES//,/ }; do
     amin=$(awk -v a="$c" -v b="${pf[$s]}" -v m="$amin" 'BEGIN { r = a / b; if (m == "" || r < m) m = r; printf "%.3f", m }')
 done
 awk -v a="$A" -v b="${pf[$first]}" -v s="$first" -v r1="$r1k" -v r8="$r8k" -v am="${amin:--}" \
-    -v l2="$L2" -v w="$wlat" -v pk="$PK" -v l3="${L3:-- -}" 'BEGIN {
+    -v l2="$L2" -v w="$wlat" -v pk="$PK" -v l3="${L3:-- -}" \
+    -v wg="$WG" -v rg="$RG" -v wga="$WGA" -v rga="$RGA" 'BEGIN {
     split(l2, x, " "); split(l3, y, " ")
-    printf "SUMMARY smc size=%s msgs_per_s=%.0f perftest_msgs_per_s=%.0f ratio=%.3f ratio_1k=%s ratio_8k=%s all_senders_ratio_min=%s lat2_p50_us=%s lat2_p99_us=%s ib_write_lat_us=%s lat_ratio=%.2f packets_per_msg=%s lat3_p50_us=%s lat3_p99_us=%s\n",
-        s, a, b, a / b, r1, r8, am, x[1], x[2], w, x[1] / w, pk, y[1], y[2] }'
+    printf "SUMMARY smc size=%s msgs_per_s=%.0f perftest_msgs_per_s=%.0f ratio=%.3f ratio_1k=%s ratio_8k=%s all_senders_ratio_min=%s lat2_p50_us=%s lat2_p99_us=%s ib_write_lat_us=%s lat_ratio=%.2f packets_per_msg=%s lat3_p50_us=%s lat3_p99_us=%s windows_vs_region=%.3f windows_vs_region_all=%.3f\n",
+        s, a, b, a / b, r1, r8, am, x[1], x[2], w, x[1] / w, pk, y[1], y[2], wg / rg, wga / rga }'

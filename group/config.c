@@ -53,11 +53,12 @@ struct key_def {
 };
 
 static const char *const idle_words[] = { "adaptive", "spin", "block", NULL };
+static const char *const access_words[] = { "windows", "region", NULL };
 
 enum key_id {
 	K_NAME, K_DEVICE, K_REGION, K_HUGE, K_CONNECT, K_VIEW, K_COPY,
 	K_PAYLOAD, K_WINDOW, K_BLOCK, K_HEARTBEAT, K_SUSPECT, K_KEY, K_STATS,
-	K_IDLE, K_SPIN, K_SPIN_MAX, K_COUNT
+	K_IDLE, K_SPIN, K_SPIN_MAX, K_ACCESS, K_COUNT
 };
 
 static const struct key_def keys[K_COUNT] = {
@@ -99,6 +100,10 @@ static const struct key_def keys[K_COUNT] = {
 		     .def = 50 },
 	[K_SPIN_MAX] = { "sst", "spin_max_us", KIND_UINT, .min = 1,
 			 .max = 10000000, .def = 20000 },
+	/* How peers write a member's region (group_config.peer_access, in
+	 * the order of access_words). */
+	[K_ACCESS] = { "group", "peer_access", KIND_CHOICE,
+		       .choices = access_words, .def = 0 },
 };
 
 static const char *const sections[] = { "group", "smc", "rdmc", "sst" };
@@ -1081,6 +1086,7 @@ static void fill(const struct loader *ld, struct group_config *c)
 	c->sst_idle = (uint32_t)ld->slot[K_IDLE].num;
 	c->sst_spin_us = (uint32_t)ld->slot[K_SPIN].num;
 	c->sst_spin_max_us = (uint32_t)ld->slot[K_SPIN_MAX].num;
+	c->peer_access = (uint32_t)ld->slot[K_ACCESS].num;
 	snprintf(c->key_file, sizeof(c->key_file), "%s", ld->slot[K_KEY].path);
 	snprintf(c->stats_file, sizeof(c->stats_file), "%s",
 		 ld->slot[K_STATS].path);
@@ -1322,6 +1328,10 @@ int group_config_fingerprint(const struct group_config *cfg, uint64_t *out)
 	hash_u64(&h, cfg->rdmc_block_size);
 	if (cfg->epoch)
 		hash_u64(&h, cfg->epoch);
+	/* Members that disagree on how peers write cannot talk: the one
+	 * that expects windows waits for grants the other never sends. */
+	if (cfg->peer_access)
+		hash_u64(&h, UINT64_C(0x7065657200) + cfg->peer_access);
 	hash_u64(&h, cfg->nmembers);
 	for (uint32_t i = 0; i < cfg->nmembers; i++) {
 		hash_u64(&h, cfg->members[i].id);

@@ -60,12 +60,41 @@ static void rings_retire(struct group *g, struct group_rings *rg)
 	free(rg);
 }
 
+/* group.peer_access "windows": what peer `id` may write of this view's
+ * standing areas here: its row in my SST, its SMC ring. */
+static int grant_of(void *arg, uint32_t id, enum rdma_sq_target purpose,
+		    void **ptr, size_t *len)
+{
+	struct group *g = arg;
+	int rank = -1;
+
+	for (uint32_t i = 0; i < g->v.n; i++)
+		if (g->v.ids[i] == id)
+			rank = (int)i;
+	if (rank < 0)
+		return -ENOENT;
+	switch (purpose) {
+	case RDMA_SQ_TARGET_SST_ROW:
+		*len = sst_layout_row_size(g->v.layout);
+		*ptr = (char *)g->table.ptr + (size_t)rank * *len;
+		return 0;
+	case RDMA_SQ_TARGET_SMC_RING:
+		*len = g->geom.cap;
+		*ptr = (char *)g->v.rings.ptr + (size_t)rank * g->geom.cap;
+		return 0;
+	default:
+		*len = 0;
+		return 0;
+	}
+}
+
 static int start_rdma(struct group *g, struct squall_error *err)
 {
 	struct rdma_sq_options ro = {
 		.max_send_wr = 512,
 		.max_recv_wr = GROUP_RECV_DEPTH + 16,
 		.max_sge = 16,
+		.peer_windows = g->cfg.peer_access == 0,
 	};
 	int r;
 
@@ -78,6 +107,11 @@ static int start_rdma(struct group *g, struct squall_error *err)
 	 * suspects it from the start and the next view change drops it. */
 	if (r == -ETIMEDOUT && g->vcfg.epoch)
 		r = 0;
+	/* A peer whose grants do not come is failed: like a survivor that
+	 * did not come back. */
+	if (!r)
+		r = rdma_sq_grant_all(g->v.node, grant_of, g,
+				      g->vcfg.connect_timeout_ms, err);
 	return r;
 }
 
@@ -89,14 +123,19 @@ static int start_rdmc(struct group *g, struct squall_error *err)
 
 	if (g->v.n == 1)
 		return 0;
-	/* READY grants the receive buffer under a registration of its own
-	 * over the region: written by peers, never read. */
-	r = rdma_sq_reg_mr(g->v.node, g->base, g->len,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
-			   &g->v.grant, err);
-	if (r)
-		return r;
-	eo.grant_mr = g->v.grant;
+	if (g->cfg.peer_access == 0) {
+		/* READY grants each writer a window over the buffer alone. */
+		eo.windows = true;
+	} else {
+		/* READY grants the receive buffer under a registration of its
+		 * own over the region: written by peers, never read. */
+		r = rdma_sq_reg_mr(g->v.node, g->base, g->len,
+				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
+				   &g->v.grant, err);
+		if (r)
+			return r;
+		eo.grant_mr = g->v.grant;
+	}
 	r = rdmc_engine_create(g->v.node, g->a, &eo, &g->v.e, err);
 	if (r)
 		return r;
@@ -253,6 +292,8 @@ void group_epoch_teardown(struct group *g)
 		rdma_sq_odp_stats(g->v.node, &os);
 		atomic_fetch_add(&g->st_old_odp_regs, os.registrations);
 	}
+	/* The node closes the engine's windows too, after its queue pairs. */
+	rdmc_engine_drop_windows(g->v.e);
 	rdma_sq_destroy(g->v.node);
 	g->v.node = NULL;
 	if (g->v.core) {

@@ -28,6 +28,7 @@
 #include <squall/wire.h>
 
 #include "group/group_int.h"
+#include "rdma/hook.h"
 
 static uint64_t smc_wrid(uint32_t rank, uint64_t end_rec)
 {
@@ -44,13 +45,15 @@ static int op_post_write(void *ctx, uint32_t dest, const struct smc_write *w)
 	struct group *g = ctx;
 	struct rdma_sq_sge sg[SMC_MAX_SGE];
 	struct squall_error err = { 0 };
+	uint64_t raddr = g->v.raddr[dest] + w->remote_off;
 
 	for (uint32_t i = 0; i < w->nsge; i++)
 		sg[i] = (struct rdma_sq_sge){ (void *)w->sge[i].addr,
 					      w->sge[i].len };
+	if (squall_hook_fail("stray_ring"))
+		raddr += g->geom.cap;
 	return rdma_sq_write_imm(g->v.node, g->v.ids[dest], sg, (int)w->nsge,
-				 g->v.raddr[dest] + w->remote_off,
-				 g->v.rkey[dest], w->imm,
+				 raddr, g->v.rkey[dest], w->imm,
 				 smc_wrid(dest, w->first_rec + w->nrec),
 				 RDMA_SQ_SIGNALED, &err);
 }
@@ -285,6 +288,17 @@ void group_on_suspect(struct sst *t, uint32_t rank, uint32_t by,
 	/* Once every member has flushed, members leaving is the plan. */
 	if (atomic_load(&g->quiet))
 		return;
+	if (rank == g->v.me && sst_refusal(t)[0]) {
+		/* A peer refused a write of ours, and it was us that went. */
+		group_fail(g, -EPROTO, "%s, and member %u suspects this member, "
+			   "which stops: a write outside what a peer granted "
+			   "removes the writer from view %" PRIu64,
+			   sst_refusal(t), g->v.ids[by], g->vcfg.epoch);
+		sst_leave(t);
+		if (g->cb.failure)
+			g->cb.failure(g->ctx, g->my_id, g->fail_msg);
+		return;
+	}
 	if (rank == g->v.me) {
 		group_fail(g, -ENOTCONN, "member %u suspects this member, which "
 			   "is cut off from view %" PRIu64 " and stops (only a "
@@ -365,6 +379,18 @@ int group_rings_exchange(struct group *g, struct squall_error *err)
 		}
 		if (off == 0)
 			continue;
+		/* A window over exactly my ring there, when it granted one. */
+		r = rdma_sq_remote(g->v.node, g->v.ids[j], RDMA_SQ_TARGET_SMC_RING,
+				   &addr, &g->v.rkey[j], &rlen);
+		if (r == 0) {
+			if (rlen != g->geom.cap)
+				return squall_error_set(err, -EPROTO,
+					"member %u granted %" PRIu64 " bytes for "
+					"this member's SMC ring of %" PRIu64,
+					g->v.ids[j], rlen, g->geom.cap);
+			g->v.raddr[j] = addr;
+			continue;
+		}
 		r = rdma_sq_remote(g->v.node, g->v.ids[j], RDMA_SQ_TARGET_REGION,
 				   &addr, &g->v.rkey[j], &rlen);
 		if (r)

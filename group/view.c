@@ -209,7 +209,14 @@ bool group_view_pass(struct group *g, bool *work)
 		/* The reasons last: what is cut at the message's end is the
 		 * least needed. */
 		list_ranks(g, out.lost, gone, sizeof(gone));
-		if (out.alive == 1)
+		/* A peer that refused a write of ours comes first: that is
+		 * why the others cut this member off. */
+		if (sst_refusal(g->v.t)[0])
+			group_fail(g, -EPROTO, "%s; the others removed this "
+				   "member from view %" PRIu64 " and it stops "
+				   "(lost: %s)", sst_refusal(g->v.t),
+				   g->vcfg.epoch, gone);
+		else if (out.alive == 1)
 			group_fail(g, -ENOTCONN, "cut off from every other "
 				   "member of view %" PRIu64 ": they may go on "
 				   "without this member if a majority of them "

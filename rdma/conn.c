@@ -925,10 +925,21 @@ int rdma_sq_remote(const struct rdma_sq_node *node, uint32_t peer,
 	const struct rdma_sq_peer *p =
 		rdma_sq_peer_by_id((struct rdma_sq_node *)node, peer);
 
-	if (!p || purpose != RDMA_SQ_TARGET_REGION)
+	if (!p || (unsigned)purpose >= RDMA_SQ_TARGET_COUNT)
 		return -ENOENT;
 	if (rdma_sq_peer_state(p) != PEER_UP)
 		return -ENOTCONN;
+	if (purpose != RDMA_SQ_TARGET_REGION) {
+		if (!p->grant[purpose].set)
+			return -ENOENT;
+		if (addr)
+			*addr = p->grant[purpose].addr;
+		if (rkey)
+			*rkey = p->grant[purpose].rkey;
+		if (len)
+			*len = p->grant[purpose].len;
+		return 0;
+	}
 	if (addr)
 		*addr = p->remote.addr;
 	if (rkey)

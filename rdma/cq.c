@@ -88,6 +88,8 @@ static void convert(struct rdma_sq_node *node, const struct ibv_wc *wc,
 	if (wc->status == IBV_WC_SUCCESS)
 		return;
 	out->status = -ECONNRESET;
+	if (wc->status == IBV_WC_REM_ACCESS_ERR)
+		out->flags |= RDMA_SQ_WC_REMOTE_ACCESS;
 	if (p && wc->status != IBV_WC_WR_FLUSH_ERR)
 		rdma_sq_peer_fail(node, p,
 			"request %llu to %s failed: %s (vendor error 0x%x)",

@@ -206,6 +206,9 @@ static int check_port(struct rdma_sq_node *node, struct squall_error *err)
 }
 
 /* PD, completion channel, one CQ sized for every peer's queues. */
+/* Soft-RoCE's ibv_device_attr.vendor_id. */
+#define RXE_VENDOR_ID 0xffffffu
+
 static int alloc_queues(struct rdma_sq_node *node, struct squall_error *err)
 {
 	struct ibv_device_attr da;
@@ -245,6 +248,13 @@ static int alloc_queues(struct rdma_sq_node *node, struct squall_error *err)
 		return squall_error_set(err, neg_errno(), "ibv_create_cq(%d entries): %s",
 					node->cq_size, strerror(errno));
 	node->mw_bind = da.max_mw > 0;
+	/* rxe (vendor id 0xffffff) checks a write through a window against
+	 * the registration under it, not against the window's own range
+	 * (rxe_resp.c check_rkey): a window there would bound nothing but
+	 * its key's life, so peers get registrations of exactly their
+	 * ranges instead. */
+	node->win_mw = da.max_mw > 0 && da.vendor_id != RXE_VENDOR_ID;
+	node->win_rxe = da.vendor_id == RXE_VENDOR_ID;
 	node->max_rd_atom = da.max_qp_rd_atom < da.max_qp_init_rd_atom ?
 		da.max_qp_rd_atom : da.max_qp_init_rd_atom;
 	if (node->max_rd_atom > 16)
@@ -254,11 +264,16 @@ static int alloc_queues(struct rdma_sq_node *node, struct squall_error *err)
 
 int rdma_sq_region_access(const struct rdma_sq_node *node)
 {
-	int a = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	int a = IBV_ACCESS_LOCAL_WRITE;
 
+	/* With windows, peers write only through them: the region's own key
+	 * gives no remote access. */
+	if (!node->opt.peer_windows)
+		a |= IBV_ACCESS_REMOTE_WRITE;
 	if (node->opt.region_remote_read)
 		a |= IBV_ACCESS_REMOTE_READ;
-	return node->mw_bind ? a | IBV_ACCESS_MW_BIND : a;
+	return node->mw_bind || (node->opt.peer_windows && node->win_mw) ?
+		       a | IBV_ACCESS_MW_BIND : a;
 }
 
 /* The cache's callbacks: foreign memory is for this member's own sends,
@@ -375,6 +390,7 @@ int rdma_sq_create(const struct rdma_sq_group *grp, uint32_t my_id,
 	node->my_id = my_id;
 	node->my_index = -1;
 	node->wake_fd = -1;
+	pthread_mutex_init(&node->win_lock, NULL);
 	node->region = region;
 	node->region_len = region_len;
 	ret = copy_group(node, grp, err);
@@ -413,31 +429,46 @@ int rdma_sq_create(const struct rdma_sq_group *grp, uint32_t my_id,
 	return 0;
 }
 
+/* Disconnect: the queue pair goes to the error state, where what a peer
+ * still sends is dropped, not refused. */
+static void disconnect_peer(struct rdma_sq_peer *p)
+{
+	if (p->cm && p->state == PEER_UP)
+		rdma_disconnect(p->cm);
+}
+
 static void destroy_peer(struct rdma_sq_peer *p)
 {
 	if (!p->cm)
 		return;
-	if (p->state == PEER_UP)
-		rdma_disconnect(p->cm);
 	if (p->cm->qp)
 		rdma_destroy_qp(p->cm);
 	rdma_destroy_id(p->cm);
 	p->cm = NULL;
 	p->qp = NULL;
 	rdma_sq_auth_free(p);
+	rdma_sq_grant_free(p);
 }
 
 void rdma_sq_destroy(struct rdma_sq_node *node)
 {
 	if (!node)
 		return;
+	/* Windows go after the disconnects (a peer's write in flight meets a
+	 * dead connection, not a dead key: it must not take it for a
+	 * refusal of its own fault) and before the queue pairs they are
+	 * bound to (rxe does not finish destroying a queue pair that a
+	 * window still holds); and before the registrations they sit on. */
+	for (uint32_t i = 0; node->peers && i < node->npeers; i++)
+		disconnect_peer(&node->peers[i]);
+	rdma_sq_use_once_destroy_all(node);
+	rdma_sq_window_destroy_all(node);
+	pthread_mutex_destroy(&node->win_lock);
 	for (uint32_t i = 0; node->peers && i < node->npeers; i++)
 		destroy_peer(&node->peers[i]);
 	if (node->listen_id)
 		rdma_destroy_id(node->listen_id);
-	/* windows before the registrations they sit on, holds before the
-	 * cache that owns them */
-	rdma_sq_use_once_destroy_all(node);
+	/* holds before the cache that owns them */
 	if (node->cache) {
 		rdma_sq_hold_release_all(node);
 		regcache_destroy(node->cache);

@@ -31,8 +31,10 @@ static const char *const die_points[] = {
 	"trim_published", "trim_adopted", "rdmc_mid", "rdmc_refused",
 	"installing", "p2p_read_mid", NULL,
 };
-static const char *const fail_points[] = { "rdmc_lease", "p2p_garbage",
-					    "p2p_old_key", NULL };
+static const char *const fail_points[] = {
+	"rdmc_lease", "p2p_garbage", "p2p_old_key", "stray_sst", "stray_ring",
+	"stray_rdmc", NULL,
+};
 
 static struct hook hooks[] = {
 	{ .env = "SQUALL_DIE_AT", .points = die_points,

@@ -29,6 +29,14 @@
  *                   path) READs it once more with the old key: the READ
  *                   must fail (its result goes to stderr, "p2p_old_key:
  *                   ..."), and the connection with it
+ *   stray_sst       an SST push lands one row further than this member's
+ *                   row in the peer's table (a member that misbehaves:
+ *                   with windows the peer refuses it)
+ *   stray_ring      an SMC write lands one ring further than this
+ *                   member's ring in the peer's region
+ *   stray_rdmc      an RDMC block write goes to the buffer (and with the
+ *                   key) a receiver granted for a message whose transfer
+ *                   has ended
  */
 #ifndef SQUALL_RDMA_HOOK_H
 #define SQUALL_RDMA_HOOK_H
@@ -40,7 +48,8 @@
 #define SQUALL_HOOK_DIE_POINTS \
 	"trim_published, trim_adopted, rdmc_mid, rdmc_refused, installing, " \
 	"p2p_read_mid"
-#define SQUALL_HOOK_FAIL_POINTS "rdmc_lease, p2p_garbage, p2p_old_key"
+#define SQUALL_HOOK_FAIL_POINTS \
+	"rdmc_lease, p2p_garbage, p2p_old_key, stray_sst, stray_ring, stray_rdmc"
 
 #ifdef SQUALL_TEST_HOOKS
 void squall_hook(const char *point);

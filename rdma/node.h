@@ -70,6 +70,11 @@ struct rdma_sq_peer {
 	char who[96];                 /* "member 2 (10.77.0.2:7001)" */
 	char last_try[256];           /* why the last attempt failed */
 	char error[SQUALL_ERRMSG_MAX];/* why the peer is dead */
+	/* What the peer granted this member (window.c). */
+	struct rdma_sq_grant_io *gio; /* buffers of the grant exchange */
+	bool granted;                 /* its GRANT arrived */
+	struct { uint64_t addr, len; uint32_t rkey; bool set; }
+		grant[RDMA_SQ_TARGET_COUNT];
 };
 
 struct rdma_sq_node {
@@ -125,6 +130,14 @@ struct rdma_sq_node {
 	struct rdma_sq_use_once_stats uo_stats;
 	char mw_why[160];             /* why windows are not used, "" if they are */
 
+	/* Windows peers write through (window.c; peer_windows). */
+	bool win_mw;                  /* windows are memory windows */
+	bool win_rxe;                 /* ... not, for rxe checks no range */
+	bool win_path_said;
+	pthread_mutex_t win_lock;
+	struct rdma_sq_window *windows;
+	struct rdma_sq_window_stats win_stats;
+
 	/* On-demand paging of foreign memory (device.c): decided once at
 	 * create; the counters are written under the cache's writer lock
 	 * and read by any thread (atomics). */
@@ -175,6 +188,11 @@ void rdma_sq_odp_probe(struct rdma_sq_node *node);
 
 /* use_once.c */
 void rdma_sq_use_once_destroy_all(struct rdma_sq_node *node);
+
+/* window.c */
+void rdma_sq_window_destroy_all(struct rdma_sq_node *node);
+/* Free a peer's grant exchange buffers (its QP destroyed). */
+void rdma_sq_grant_free(struct rdma_sq_peer *p);
 
 /* conn.c */
 struct rdma_sq_peer *rdma_sq_peer_by_id(struct rdma_sq_node *node, uint32_t id);

@@ -67,6 +67,10 @@ struct mstate {
 	bool ready;         /* READY with status 0 arrived */
 	bool answered;      /* sender: READY (any status) arrived */
 	bool have;          /* sender: DONE HAVE arrived */
+	/* receiver (engine option windows): the window this member writes
+	 * our buffer through, closed before the buffer is delivered or
+	 * given back */
+	struct rdma_sq_window *win;
 };
 
 struct xfer {
@@ -126,6 +130,12 @@ struct rdmc_engine {
 	struct rdma_sq_node *node;
 	struct alloc *a;
 	struct rdmc_engine_options o;
+	bool windows_closed;  /* rdmc_engine_drop_windows ran */
+#ifdef SQUALL_TEST_HOOKS
+	/* stray_rdmc (rdma/hook.h): the first hop's grant of the last
+	 * message this member sent whole */
+	struct { bool set; uint32_t peer, rkey; uint64_t addr, len; } stray;
+#endif
 	uint32_t rkey;          /* granted in READY */
 	uint32_t my_id;
 	char *base;             /* the allocator's region */
@@ -316,8 +326,13 @@ static int send_ready(struct rdmc_engine *e, const struct xfer *x,
 	};
 
 	if (!status) {
+		int i = member_index(x->g, to);
+
 		c.addr = (uint64_t)(uintptr_t)x->buf.ptr;
-		c.rkey = e->rkey;
+		/* With windows, a member that does not write here (the sender
+		 * outside the plan's sources) gets no key at all. */
+		c.rkey = !e->o.windows ? e->rkey :
+			 i >= 0 && x->m ? rdma_sq_window_rkey(x->m[i].win) : 0;
 		c.len = x->size;
 	}
 	return ctl_send(e, to, &c);
@@ -373,11 +388,27 @@ static struct xfer *open_slot(struct rdmc_engine *e, struct rdmc_group *g,
 	return NULL;
 }
 
+/* Receiver: kill the keys of the windows the writers of x had (their
+ * writes fail from now on), before its buffer goes anywhere. */
+static void close_windows(struct rdmc_engine *e, struct xfer *x)
+{
+	if (!x->m || !x->g)
+		return;
+	for (unsigned i = 0; i < x->g->n; i++)
+		if (x->m[i].win) {
+			rdma_sq_window_close(e->node, x->m[i].win);
+			x->m[i].win = NULL;
+			e->st.windows_closed++;
+		}
+}
+
 static void close_slot(struct xfer *x)
 {
 	uint32_t gen = x->gen + 1;
 
 	assert(x->inflight == 0);
+	if (x->g)
+		close_windows(x->g->e, x);
 	rdmc_plan_free(&x->plan);
 	free(x->have);
 	free(x->m);
@@ -415,6 +446,8 @@ static void pump(struct rdmc_engine *e, struct xfer *x)
 		uint64_t off, len;
 		struct rdma_sq_sge sg;
 		struct squall_error err;
+		uint64_t raddr;
+		uint32_t rkey;
 		int ret;
 
 		if (!holds(x, op.block) || !m->ready)
@@ -429,9 +462,20 @@ static void pump(struct rdmc_engine *e, struct xfer *x)
 			fail_xfer(e, x, -EPROTO, why);
 			return;
 		}
+		raddr = m->addr + off;
+		rkey = m->rkey;
+#ifdef SQUALL_TEST_HOOKS
+		if (e->stray.set && e->stray.peer == member_id(g, t) &&
+		    squall_hook_fail("stray_rdmc")) {
+			raddr = e->stray.addr;
+			rkey = e->stray.rkey;
+			if (len > e->stray.len)
+				len = e->stray.len;
+		}
+#endif
 		sg = (struct rdma_sq_sge){ (char *)x->buf.ptr + off, (uint32_t)len };
 		ret = rdma_sq_write_imm(e->node, member_id(g, t), &sg, 1,
-					m->addr + off, m->rkey,
+					raddr, rkey,
 					rdmc_imm_encode(m->slot, op.block),
 					wr_id(WR_BLOCK, block_wr_data(slot_of(e, x),
 								      op.block, x->gen)),
@@ -481,13 +525,28 @@ static void check_done(struct rdmc_engine *e, struct xfer *x)
 		for (unsigned i = 0; i < g->n; i++)
 			if (i != g->me)
 				send_done(e, x, member_id(g, i), RDMC_DONE_ALL, 0);
+#ifdef SQUALL_TEST_HOOKS
+		if (x->plan.nsends) {
+			unsigned t = index_of_rank(g, x->sender,
+						   x->plan.sends[0].peer);
+
+			e->stray.set = true;
+			e->stray.peer = member_id(g, t);
+			e->stray.addr = x->m[t].addr;
+			e->stray.rkey = x->m[t].rkey;
+			e->stray.len = x->m[t].len;
+		}
+#endif
 		e->st.transfers_sent++;
 		close_slot(x);
 		g->cb.sent(g->cb.arg, g, id, &d, 0, "");
 		return;
 	}
 	if (x->role == ROLE_RECV && !x->member_done && x->nhave == x->plan.k) {
-		int ret = alloc_deliver(e->a, &x->buf);
+		int ret;
+
+		close_windows(e, x);
+		ret = alloc_deliver(e->a, &x->buf);
 
 		assert(ret == 0);
 		(void)ret;
@@ -700,6 +759,7 @@ static void on_done(struct rdmc_engine *e, struct rdmc_group *g, unsigned from,
 		}
 		x = find(e, g, c->msg_id);
 		if (x && x->held) {
+			close_windows(e, x);
 			alloc_release(e->a, &x->buf);
 			close_slot(x);
 		}
@@ -1103,10 +1163,31 @@ int rdmc_expect(struct rdmc_group *g, uint64_t msg_id, uint32_t sender,
 					": %s", msg_id, strerror(-ret));
 	}
 	x->role = ROLE_RECV;
-	/* READY to every member that writes here, and to the sender. */
+	/* READY to every member that writes here, and to the sender; with
+	 * windows, each writer's READY carries the key of its own window
+	 * over exactly this buffer, bound before the READY is posted. */
 	for (unsigned i = 0; i < x->plan.nsources; i++) {
 		unsigned idx = index_of_rank(g, x->sender, x->plan.sources[i]);
+		struct squall_error we;
 
+		if (e->o.windows && e->windows_closed) {
+			ret = squall_error_set(&e->last, -ESHUTDOWN, "rdmc: "
+					       "message %" PRIu64 ": the engine let "
+					       "go of its windows (its node is "
+					       "going)", msg_id);
+			break;
+		}
+		if (e->o.windows) {
+			ret = rdma_sq_window_open(e->node, member_id(g, idx),
+						  x->buf.ptr, x->size,
+						  &x->m[idx].win, &we);
+			if (ret) {
+				squall_error_set(&e->last, ret, "rdmc: message %"
+						 PRIu64 ": %s", msg_id, we.msg);
+				break;
+			}
+			e->st.windows_opened++;
+		}
 		ret = send_ready(e, x, slot, member_id(g, idx), 0);
 		if (ret)
 			break;
@@ -1173,7 +1254,7 @@ int rdmc_engine_create(struct rdma_sq_node *node, struct alloc *a,
 	if (!e->o.send_window)
 		e->o.send_window = DEFAULT_WINDOW;
 	e->rkey = e->o.grant_mr ? rdma_sq_mr_rkey(e->o.grant_mr) : alloc_rkey(a);
-	if (!e->rkey) {
+	if (!e->rkey && !e->o.windows) {
 		free(e);
 		return squall_error_set(err, -EINVAL, "rdmc: no rkey to grant for "
 			"receive buffers (the allocator's region is unregistered "
@@ -1184,6 +1265,19 @@ int rdmc_engine_create(struct rdma_sq_node *node, struct alloc *a,
 	e->my_id = rdma_sq_my_id(node);
 	*out = e;
 	return 0;
+}
+
+void rdmc_engine_drop_windows(struct rdmc_engine *e)
+{
+	if (!e)
+		return;
+	for (unsigned i = 0; i < RDMC_IMM_SLOTS; i++) {
+		struct xfer *x = &e->x[i];
+
+		for (unsigned j = 0; x->m && x->g && j < x->g->n; j++)
+			x->m[j].win = NULL;
+	}
+	e->windows_closed = true;
 }
 
 void rdmc_engine_destroy(struct rdmc_engine *e)

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "rdma/tags.h"
 #include "sst/table.h"
 
 /* A push's immediate is the pusher's rank: within the SST's range. */
@@ -62,6 +63,11 @@ static void suspect(struct sst *t, uint32_t rank, uint32_t by, const char *why)
 
 	if ((t->known >> rank) & 1)
 		return;
+	/* A peer that refused a write of ours is not suspected for what this
+	 * member sees of the broken connection (sst_refused), for a while. */
+	if (by == t->me && rank != t->me && t->peers[rank].refused_until &&
+	    sst_now_ns() < t->peers[rank].refused_until)
+		return;
 	if (rank != t->me) {
 		sst_peer_stop(t, rank);
 		/* Only this thread writes the word. */
@@ -77,10 +83,51 @@ void sst_suspect(struct sst *t, uint32_t rank, const char *why)
 		suspect(t, rank, t->me, why);
 }
 
+void sst_refused(struct sst *t, uint32_t rank, const char *why)
+{
+	if (rank >= t->n || rank == t->me || ((t->known >> rank) & 1) ||
+	    t->peers[rank].refused_until)
+		return;
+	t->peers[rank].refused_until = sst_now_ns() +
+		(uint64_t)t->opt.suspect_timeout_ms * 1000000ull;
+	if (!t->refusal[0])
+		snprintf(t->refusal, sizeof(t->refusal), "%s", why);
+}
+
+const char *sst_refusal(const struct sst *t)
+{
+	return t->refusal;
+}
+
+static void refused_wc(struct sst *t, const struct rdma_sq_wc *wc)
+{
+	char why[160];
+
+	for (uint32_t r = 0; r < t->n; r++)
+		if (r != t->me && t->peers[r].id == wc->peer) {
+			snprintf(why, sizeof(why), "member %u refused %s "
+				 "(remote access error)", wc->peer,
+				 wc->wr_id >> 56 == SQUALL_WR_TAG_SMC ?
+				 "an SMC write of this member's" :
+				 wc->wr_id >> 56 == SQUALL_WR_TAG_RDMC ?
+				 "an RDMC block write of this member's" :
+				 sst_wrid_is_ours(wc->wr_id) ?
+				 "a push of this member's SST row" :
+				 "a request of this member's");
+			sst_refused(t, r, why);
+			return;
+		}
+}
+
 static void on_failed_wc(struct sst *t, uint32_t rank,
 			 const struct rdma_sq_wc *wc)
 {
 	char why[160];
+
+	/* A refused push: refused_wc took it. */
+	if ((wc->flags & RDMA_SQ_WC_REMOTE_ACCESS) &&
+	    sst_wrid_kind(wc->wr_id) == SST_WR_WRITE)
+		return;
 
 	snprintf(why, sizeof(why), "%s member %u failed: %s",
 		 sst_wrid_kind(wc->wr_id) == SST_WR_WRITE ? "push to" :
@@ -134,6 +181,18 @@ static int take_completions(struct sst *t)
 	int n, work = 0;
 
 	n = rdma_sq_poll(t->node, wc, WC_BATCH);
+	/* First the refusals of this member's own requests (a write outside
+	 * what the peer granted, or to a peer whose keys went first as it
+	 * died), before another completion of the batch makes this member
+	 * suspect that peer (rdma_sq_poll failed it for the whole batch). A
+	 * receive's refusal is the writer's fault, the peer's; a READ's is
+	 * point-to-point's to judge. */
+	for (int i = 0; i < n; i++)
+		if ((wc[i].flags & RDMA_SQ_WC_REMOTE_ACCESS) &&
+		    !(sst_wrid_is_ours(wc[i].wr_id) &&
+		      sst_wrid_kind(wc[i].wr_id) != SST_WR_WRITE) &&
+		    wc[i].wr_id >> 56 != SQUALL_WR_TAG_P2P_READ)
+			refused_wc(t, &wc[i]);
 	for (int i = 0; i < n; i++) {
 		uint32_t rank = sst_wrid_rank(wc[i].wr_id);
 		const struct sst_dispatch *d = t->opt.dispatch;

@@ -37,6 +37,7 @@
 #include <assert.h>
 #include <string.h>
 
+#include "rdma/hook.h"
 #include "sst/table.h"
 
 static void merge(struct sst_peer *p, uint32_t slo, uint32_t shi, bool loud)
@@ -98,6 +99,8 @@ static bool flush_peer(struct sst *t, uint32_t rank, bool force_signal)
 	covered = signaled ? p->unsignaled + 1 : 0;
 	sge = seal_pending(t, rank, p, &lo);
 	raddr = p->raddr + lo;
+	if (squall_hook_fail("stray_sst"))
+		raddr += t->row_size;
 	err.code = 0;
 	if (!p->loud)
 		rc = rdma_sq_write(t->node, p->id, &sge, 1, raddr, p->rkey,

@@ -115,6 +115,20 @@ static int find_peers(struct sst *t, size_t table_offset,
 		p->id = rdma_sq_member_id(t->node, r);
 		if (r == t->me)
 			continue;
+		/* A window over exactly my row in its table, when the peer
+		 * granted one (rdma_sq_grant_all); else its whole region. */
+		rc = rdma_sq_remote(t->node, p->id, RDMA_SQ_TARGET_SST_ROW,
+				    &addr, &rkey, &len);
+		if (rc == 0) {
+			if (len != t->row_size)
+				return squall_error_set(err, -EPROTO,
+					"sst: member %u granted %llu bytes for "
+					"this member's row of %zu", p->id,
+					(unsigned long long)len, t->row_size);
+			p->raddr = addr;
+			p->rkey = rkey;
+			continue;
+		}
 		rc = rdma_sq_remote(t->node, p->id, RDMA_SQ_TARGET_REGION,
 				    &addr, &rkey, &len);
 		if (rc == -ENOTCONN) {

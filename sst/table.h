@@ -76,6 +76,8 @@ struct sst_peer {
 	uint64_t hb_change_ns;  /* when it last changed */
 	bool fp_bad;            /* its row carries another fingerprint */
 	uint64_t torn;          /* its segments that failed their check */
+	uint64_t refused_until; /* sst_refused: no suspicion of its own
+				   until then (ns; 0: none) */
 };
 
 struct sst {
@@ -118,6 +120,7 @@ struct sst {
 
 	/* Progress thread only. */
 	uint64_t known;         /* ranks suspected (reported once each) */
+	char refusal[SQUALL_ERRMSG_MAX]; /* the first sst_refused why */
 	uint64_t next_hb_ns;
 	uint64_t last_check_ns; /* last heartbeat check (0: none yet) */
 

@@ -58,6 +58,12 @@ struct group_config {
 	uint32_t sst_spin_us;               /* sst.spin_us */
 	uint32_t sst_spin_max_us;           /* sst.spin_max_us */
 
+	/* group.peer_access: 0 "windows" (a peer writes only what it must:
+	 * its SST row, its SMC ring, and each RDMC buffer it fills while the
+	 * transfer lasts, each through a key of its own), 1 "region" (every
+	 * peer gets one key to write the whole region). */
+	uint32_t peer_access;
+
 	/* group.key_file (resolved against the directory of the file that
 	 * names it; "" when unset) and the key read from it. With a key,
 	 * members prove to each other that they hold it before any memory

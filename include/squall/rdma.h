@@ -124,6 +124,11 @@ struct rdma_sq_options {
 	 * benchmarks of READ itself (rdma_ping); a group never sets it:
 	 * what a peer reads goes through a use-once region. */
 	bool region_remote_read;
+	/* Peers write the region only through windows (rdma_sq_window_open,
+	 * rdma_sq_grant_all): the region's own registration gives them no
+	 * access (default false: the region's key lets every peer write all
+	 * of it). */
+	bool peer_windows;
 };
 
 /* Create member `my_id`'s node for the group grp: find the RDMA device
@@ -171,19 +176,64 @@ uint64_t rdma_sq_refused(const struct rdma_sq_node *node);
 const char *rdma_sq_device_name(const struct rdma_sq_node *node);
 uint8_t rdma_sq_port(const struct rdma_sq_node *node);
 
-/* What a remote target is for. Each purpose may, in later versions, get its
- * own key over exactly the memory the peer may touch; today REGION is the
- * peer's whole region. */
+/* What a remote target is for. REGION is the peer's whole region (its key
+ * lets this member write it only without peer_windows); the others are
+ * what the peer granted this member with rdma_sq_grant_all: exactly the
+ * memory this member may write there (the numbers are the wire's
+ * WIRE_TARGET_* of the same names). */
 enum rdma_sq_target {
 	RDMA_SQ_TARGET_REGION = 0,
+	RDMA_SQ_TARGET_SST_ROW = 1,   /* my row in the peer's SST */
+	RDMA_SQ_TARGET_SMC_RING = 2,  /* my SMC ring in the peer's region */
+	RDMA_SQ_TARGET_COUNT
 };
 
 /* The remote target of `purpose` in peer `peer`'s memory: base address,
  * rkey and length in bytes. Returns 0, -ENOENT for an unknown peer or
- * purpose, -ENOTCONN when the peer is not connected. */
+ * a purpose it did not grant, -ENOTCONN when the peer is not connected. */
 int rdma_sq_remote(const struct rdma_sq_node *node, uint32_t peer,
 		   enum rdma_sq_target purpose, uint64_t *addr,
 		   uint32_t *rkey, uint64_t *len);
+
+/* Windows (peer_windows): what `peer` may write of this member's region
+ * for `purpose`: *ptr and *len (len 0: nothing). Returns 0 or a negative
+ * errno. */
+typedef int (*rdma_sq_grant_fn)(void *arg, uint32_t peer,
+				enum rdma_sq_target purpose, void **ptr,
+				size_t *len);
+
+/* After rdma_sq_connect_all, with peer_windows (else it returns 0 at
+ * once): for every connected peer open a window per purpose over what fn
+ * says it may write, send it their keys, and take its grants, within
+ * timeout_ms. A peer whose grants do not come in time or do not parse is
+ * failed, with the reason (rdma_sq_peer_error); the others go on.
+ * Returns 0. */
+int rdma_sq_grant_all(struct rdma_sq_node *node, rdma_sq_grant_fn fn,
+		      void *arg, uint32_t timeout_ms, struct squall_error *err);
+
+/* A window: `peer` alone may RDMA-write [ptr, ptr + len) of the region,
+ * through the key rdma_sq_window_rkey gives, until rdma_sq_window_close,
+ * on whose return the key is dead (a write with it fails with a remote
+ * access error, and breaks the writer's connection). A type-2 memory
+ * window bound to the peer's queue pair where the device has them, else a
+ * registration of the range alone. Any thread; the node's destroy closes
+ * those still open. */
+struct rdma_sq_window;
+int rdma_sq_window_open(struct rdma_sq_node *node, uint32_t peer, void *ptr,
+			size_t len, struct rdma_sq_window **out,
+			struct squall_error *err);
+uint32_t rdma_sq_window_rkey(const struct rdma_sq_window *w);
+int rdma_sq_window_close(struct rdma_sq_node *node, struct rdma_sq_window *w);
+
+struct rdma_sq_window_stats {
+	uint64_t windows;        /* opened as memory windows */
+	uint64_t registrations;  /* opened as registrations of their own */
+	uint64_t closed;         /* closed (their keys dead) */
+};
+void rdma_sq_window_stats(const struct rdma_sq_node *node,
+			  struct rdma_sq_window_stats *out);
+/* "region", "SST row", "SMC ring". */
+const char *rdma_sq_target_name(enum rdma_sq_target purpose);
 
 /* True while the connection to peer is established and no failure has been
  * seen on it. */
@@ -273,6 +323,9 @@ enum rdma_sq_opcode {
 
 /* rdma_sq_wc.flags */
 #define RDMA_SQ_WC_INVALIDATED 0x1u /* RECV of a SEND_WITH_INV: inv_rkey */
+/* Failed with a remote access error: the peer refused the key or the
+ * range of this member's WRITE or READ (outside what it granted). */
+#define RDMA_SQ_WC_REMOTE_ACCESS 0x2u
 
 struct rdma_sq_wc {
 	uint64_t wr_id;

@@ -158,6 +158,11 @@ struct rdmc_engine_options {
 	 * must cover the allocator's region with remote write access. NULL:
 	 * the allocator's own rkey (alloc_rkey()), which must not be 0. */
 	struct rdma_sq_mr *grant_mr;
+	/* READY grants each writer a window of its own over exactly the
+	 * receive buffer (rdma_sq_window_open), closed (its key dead) before
+	 * the buffer is delivered or given back; grant_mr is then unused.
+	 * For nodes with rdma_sq_options.peer_windows. */
+	bool windows;
 };
 
 /* Counters of an engine, all transfers together. */
@@ -170,6 +175,8 @@ struct rdmc_stats {
 	uint64_t transfers_sent;    /* sends completed at every member */
 	uint64_t transfers_received;/* transfers this member holds whole */
 	uint64_t transfers_failed;  /* sends or receives that failed */
+	uint64_t windows_opened;    /* windows opened for writers (windows) */
+	uint64_t windows_closed;    /* ... and closed: equal once idle */
 	uint64_t ctl_sent;          /* READY and DONE messages */
 	uint64_t ctl_deferred;      /* of which waited for room to be posted */
 	uint64_t ctl_received;
@@ -217,6 +224,13 @@ int rdmc_engine_create(struct rdma_sq_node *node, struct alloc *a,
 /* Destroy the engine and its groups. Transfers still running are dropped:
  * call it only when none is, or when the node is going away anyway. */
 void rdmc_engine_destroy(struct rdmc_engine *e);
+
+/* With the option windows, before destroying the node: the engine lets
+ * go of the windows it has open (the node's destroy closes them, after
+ * its queue pairs are gone, so no writer in flight meets a dead key while
+ * the connection still stands) and opens none again. The engine and its
+ * groups may be destroyed after the node. */
+void rdmc_engine_drop_windows(struct rdmc_engine *e);
 
 /* Create group `id` (the same on every member, unique in the engine) of
  * members[0..n) (node member ids, the same list in the same order on

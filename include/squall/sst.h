@@ -383,6 +383,21 @@ int sst_predicate_remove(struct sst *t, sst_pred_id id);
  * dispatch hook). */
 void sst_suspect(struct sst *t, uint32_t rank, const char *why);
 
+/* A write of this member's to member rank failed with a remote access
+ * error: rank refused it. Either this member wrote outside what rank
+ * granted it (its own fault), or rank is dying and its keys went first.
+ * This member does not suspect rank for what it sees of that connection
+ * for one suspicion timeout: if rank lives, rank suspects this member
+ * (its side of the connection broke too) and the view change removes the
+ * writer; if rank died, the others suspect it and this member learns it
+ * from their rows. Suspecting rank at once would make both ends of the
+ * connection suspect each other, and cost the group two members for one
+ * fault. why is kept (sst_refusal) for the writer's own removal. Progress
+ * thread (from a dispatch hook, or the SST's own pushes). */
+void sst_refused(struct sst *t, uint32_t rank, const char *why);
+/* The first refusal's why, "" when none. */
+const char *sst_refusal(const struct sst *t);
+
 /* Whether member rank is suspected by the local member (detected, or
  * learnt from a peer's row). */
 bool sst_suspected(const struct sst *t, uint32_t rank);

@@ -369,7 +369,7 @@ static void test_bad_unknown(void **state)
 	expect_bad("window = 16", "windw = 16",
 		   "%s:5: smc.windw: unknown setting (known in smc: max_payload, window)");
 	expect_bad("  region_size", "  huge_page = true;\n  region_size",
-		   "%s:3: group.huge_page: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, view_timeout_ms, copy_threshold, key_file, stats_file)");
+		   "%s:3: group.huge_page: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, view_timeout_ms, copy_threshold, key_file, stats_file, peer_access)");
 	expect_bad("id = 1; address", "id = 1; adress = \"x\"; address",
 		   "%s:9: members[1].adress: unknown setting (known in a member: id, address, port, joins)");
 	expect_bad("members = (", "verbose = true;\nmembers = (",
@@ -593,7 +593,7 @@ static void test_node_bad(void **state)
 	expect_node_bad("smc = {\n  window = 3;\n};\n",
 			"%s:2: smc.window: must be a power of two between 2 and 65536 (got 3)");
 	expect_node_bad("group = { devise = \"mlx5_0\"; };\n",
-			"%s:1: group.devise: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, view_timeout_ms, copy_threshold, key_file, stats_file)");
+			"%s:1: group.devise: unknown setting (known in group: name, device, region_size, huge_pages, connect_timeout_ms, view_timeout_ms, copy_threshold, key_file, stats_file, peer_access)");
 	expect_node_bad("\n\nmembers = ( { id = 5; address = \"10.0.0.5\"; port = 1; } );\n",
 			"%s:3: members: cannot be overridden by a node file (members come from the group file)");
 	expect_node_bad("group = { device = = \"mlx5_0\"; };\n",
@@ -637,6 +637,30 @@ static void test_idle_policy(void **state)
 			    "\"adaptive\", \"spin\" or \"block\" (got \"sleepy\")");
 	expect_bad("smc = {", "sst = { idle = 1; };\nsmc = {",
 		   "%s:5: sst.idle: must be a string (got an integer)");
+}
+
+/* group.peer_access: windows by default, region on request; the two
+ * cannot talk, so the fingerprint tells them apart. */
+static void test_peer_access(void **state)
+{
+	struct group_config cfg;
+	struct squall_error err;
+	const char *region[] = { "group.peer_access=region" };
+	const char *bad[] = { "group.peer_access=open" };
+	uint64_t fw, fr;
+
+	(void)state;
+	assert_int_equal(load_with(NULL, NULL, 0, &cfg, &err), 0);
+	assert_int_equal(cfg.peer_access, 0);
+	assert_int_equal(group_config_fingerprint(&cfg, &fw), 0);
+	assert_int_equal(load_with(NULL, region, 1, &cfg, &err), 0);
+	assert_int_equal(cfg.peer_access, 1);
+	assert_int_equal(group_config_fingerprint(&cfg, &fr), 0);
+	assert_true(fw != fr);
+	assert_int_equal(load_with(NULL, bad, 1, &cfg, &err), -EINVAL);
+	assert_string_equal(err.msg, "--set group.peer_access=open: "
+			    "group.peer_access: must be \"windows\" or "
+			    "\"region\" (got \"open\")");
 }
 
 static void test_set_override(void **state)
@@ -1038,6 +1062,7 @@ int main(void)
 		cmocka_unit_test(test_node_bad),
 		cmocka_unit_test(test_set_override),
 		cmocka_unit_test(test_idle_policy),
+		cmocka_unit_test(test_peer_access),
 		cmocka_unit_test(test_key_file),
 		cmocka_unit_test(test_stats_file),
 		cmocka_unit_test(test_byte_order_mark),

@@ -278,6 +278,28 @@ static int post(struct rdma_sq_node *node, uint32_t peer, struct op *o,
 	return 0;
 }
 
+/* Windows (rdmc_engine_options.windows) are exercised over real verbs
+ * (tests/vm); the engine here runs without them. */
+int rdma_sq_window_open(struct rdma_sq_node *node, uint32_t peer, void *ptr,
+			size_t len, struct rdma_sq_window **out,
+			struct squall_error *err)
+{
+	(void)node; (void)peer; (void)ptr; (void)len; (void)out;
+	return squall_error_set(err, -ENOSYS, "no windows in this test");
+}
+
+uint32_t rdma_sq_window_rkey(const struct rdma_sq_window *w)
+{
+	(void)w;
+	return 0;
+}
+
+int rdma_sq_window_close(struct rdma_sq_node *node, struct rdma_sq_window *w)
+{
+	(void)node; (void)w;
+	return 0;
+}
+
 int rdma_sq_write_imm(struct rdma_sq_node *node, uint32_t peer,
 		      const struct rdma_sq_sge *sg, int nsge,
 		      uint64_t remote_addr, uint32_t rkey, uint32_t imm,

@@ -248,3 +248,18 @@ check_survivors() {
     [ -z "$bound" ] || [ "$VIEW_MS" -le "$bound" ] ||
         fail "$name: the view change took $VIEW_MS ms, over the bound of $bound ms"
 }
+
+# end_round NAME SURVIVORS DEAD MEMBERS: each survivor installs a view of
+# exactly MEMBERS (within 180 s), streams 3 s more and closes; then
+# check_survivors, the view change timed from KILL_MS of DEAD (one id).
+end_round() {
+    local name=$1 surv=$2 dead=$3 members=$4 i
+    for i in $surv; do
+        wait_line "$OUT/$name.$i.out" "^VIEW member=$i epoch=[0-9]+ members=$members " 180 "${PID[$i]}" ||
+            fail "$name: member $i installed no view with members $members within 180 s$(stop_note "$name" "$i")"
+    done
+    sleep 3
+    stop_streaming "$name"
+    finish_members "$name" "$surv" 300 0
+    check_survivors "$name" "$surv" "$dead" "$members" "${KILL_MS[$dead]}"
+}

@@ -41,14 +41,7 @@ hook_round() {
         finish "$leaver" 180
         [ "$RC" = 0 ] || fail "$name: member $leaver, leaving, exited with status $RC"
     fi
-    for i in $surv; do
-        wait_line "$OUT/$name.$i.out" "^VIEW member=$i epoch=[0-9]+ members=$members " 180 "${PID[$i]}" ||
-            fail "$name: member $i installed no view with members $members within 180 s$(stop_note "$name" "$i")"
-    done
-    sleep 3
-    stop_streaming "$name"
-    finish_members "$name" "$surv" 300 0
-    check_survivors "$name" "$surv" "$victim" "$members" "${KILL_MS[$victim]}"
+    end_round "$name" "$surv" "$victim" "$members"
 }
 
 hook_round published 0 trim_published 3 "1 2" 1,2
