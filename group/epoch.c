@@ -66,11 +66,8 @@ static int grant_of(void *arg, uint32_t id, enum rdma_sq_target purpose,
 		    void **ptr, size_t *len)
 {
 	struct group *g = arg;
-	int rank = -1;
+	int rank = group_config_member_index(&g->vcfg, id);
 
-	for (uint32_t i = 0; i < g->v.n; i++)
-		if (g->v.ids[i] == id)
-			rank = (int)i;
 	if (rank < 0)
 		return -ENOENT;
 	switch (purpose) {

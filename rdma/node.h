@@ -136,7 +136,6 @@ struct rdma_sq_node {
 	bool win_path_said;
 	pthread_mutex_t win_lock;
 	struct rdma_sq_window *windows;
-	struct rdma_sq_window_stats win_stats;
 
 	/* On-demand paging of foreign memory (device.c): decided once at
 	 * create; the counters are written under the cache's writer lock

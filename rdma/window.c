@@ -38,6 +38,11 @@ struct rdma_sq_window {
 	struct rdma_sq_window *next;
 };
 
+/* A GRANT's purposes are the wire's numbers. */
+_Static_assert((int)RDMA_SQ_TARGET_SST_ROW == (int)WIRE_TARGET_SST_ROW &&
+	       (int)RDMA_SQ_TARGET_SMC_RING == (int)WIRE_TARGET_SMC_RING,
+	       "rdma_sq_target and the wire's targets differ");
+
 #define GRANT_MSG_MAX 128u
 /* The tag's "what" of the GRANT's receive and send (auth_wr_id's space:
  * the key exchange uses 0-3). */
@@ -124,7 +129,6 @@ int rdma_sq_window_open(struct rdma_sq_node *node, uint32_t peer, void *ptr,
 				"a memory window: %s", p->who, strerror(ret));
 		}
 		w->rkey = wr.bind_mw.rkey;
-		node->win_stats.windows++;
 	} else {
 		w->mr = ibv_reg_mr(node->pd, ptr, len, IBV_ACCESS_LOCAL_WRITE |
 				   IBV_ACCESS_REMOTE_WRITE);
@@ -137,7 +141,6 @@ int rdma_sq_window_open(struct rdma_sq_node *node, uint32_t peer, void *ptr,
 				len, strerror(-ret));
 		}
 		w->rkey = w->mr->rkey;
-		node->win_stats.registrations++;
 	}
 	pthread_mutex_lock(&node->win_lock);
 	w->next = node->windows;
@@ -175,7 +178,6 @@ int rdma_sq_window_close(struct rdma_sq_node *node, struct rdma_sq_window *w)
 		;
 	if (*pp)
 		*pp = w->next;
-	node->win_stats.closed++;
 	pthread_mutex_unlock(&node->win_lock);
 	ret = window_kill(w);
 	free(w);
@@ -191,14 +193,6 @@ void rdma_sq_window_destroy_all(struct rdma_sq_node *node)
 		window_kill(w);
 		free(w);
 	}
-}
-
-void rdma_sq_window_stats(const struct rdma_sq_node *node,
-			  struct rdma_sq_window_stats *out)
-{
-	pthread_mutex_lock((pthread_mutex_t *)&node->win_lock);
-	*out = node->win_stats;
-	pthread_mutex_unlock((pthread_mutex_t *)&node->win_lock);
 }
 
 /* ---- the standing grants of a view ---------------------------------------- */
@@ -312,10 +306,11 @@ static void grant_recv(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 		return;
 	}
 	while ((r = wire_ext_next(&m, &pos, &ext)) == 1) {
-		uint32_t t = ext.u.target.purpose;
+		uint32_t t;
 
 		if (ext.type != WIRE_EXT_TARGET)
 			continue;
+		t = ext.u.target.purpose;
 		if (t != RDMA_SQ_TARGET_SST_ROW && t != RDMA_SQ_TARGET_SMC_RING) {
 			rdma_sq_peer_fail(node, p, "member %u: %s granted a "
 					  "target of unknown purpose %u",
@@ -411,9 +406,4 @@ int rdma_sq_grant_all(struct rdma_sq_node *node, rdma_sq_grant_fn fn,
 					  node->my_id, p->who, timeout_ms);
 	}
 	return 0;
-}
-
-const char *rdma_sq_target_name(enum rdma_sq_target purpose)
-{
-	return purpose_name(purpose);
 }

@@ -124,11 +124,6 @@ static void on_failed_wc(struct sst *t, uint32_t rank,
 {
 	char why[160];
 
-	/* A refused push: refused_wc took it. */
-	if ((wc->flags & RDMA_SQ_WC_REMOTE_ACCESS) &&
-	    sst_wrid_kind(wc->wr_id) == SST_WR_WRITE)
-		return;
-
 	snprintf(why, sizeof(why), "%s member %u failed: %s",
 		 sst_wrid_kind(wc->wr_id) == SST_WR_WRITE ? "push to" :
 		 "receive from", t->peers[rank].id,

@@ -179,8 +179,8 @@ uint8_t rdma_sq_port(const struct rdma_sq_node *node);
 /* What a remote target is for. REGION is the peer's whole region (its key
  * lets this member write it only without peer_windows); the others are
  * what the peer granted this member with rdma_sq_grant_all: exactly the
- * memory this member may write there (the numbers are the wire's
- * WIRE_TARGET_* of the same names). */
+ * memory this member may write there (a GRANT carries them with the
+ * wire's WIRE_TARGET_* numbers of the same names, which they equal). */
 enum rdma_sq_target {
 	RDMA_SQ_TARGET_REGION = 0,
 	RDMA_SQ_TARGET_SST_ROW = 1,   /* my row in the peer's SST */
@@ -224,16 +224,6 @@ int rdma_sq_window_open(struct rdma_sq_node *node, uint32_t peer, void *ptr,
 			struct squall_error *err);
 uint32_t rdma_sq_window_rkey(const struct rdma_sq_window *w);
 int rdma_sq_window_close(struct rdma_sq_node *node, struct rdma_sq_window *w);
-
-struct rdma_sq_window_stats {
-	uint64_t windows;        /* opened as memory windows */
-	uint64_t registrations;  /* opened as registrations of their own */
-	uint64_t closed;         /* closed (their keys dead) */
-};
-void rdma_sq_window_stats(const struct rdma_sq_node *node,
-			  struct rdma_sq_window_stats *out);
-/* "region", "SST row", "SMC ring". */
-const char *rdma_sq_target_name(enum rdma_sq_target purpose);
 
 /* True while the connection to peer is established and no failure has been
  * seen on it. */
