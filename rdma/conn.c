@@ -125,27 +125,38 @@ static int check_hello(const struct rdma_sq_node *node,
 
 static void drop_conn(struct rdma_sq_peer *p);
 
-#define AUTH_MSG_MAX 128u
-
-struct rdma_sq_auth_io {
-	struct ibv_mr *mr;
-	uint8_t recv[2][AUTH_MSG_MAX];
-	uint8_t send[2][AUTH_MSG_MAX];
-};
+#define AUTH_MSG_MAX RDMA_SQ_CTL_MSG_MAX
 
 static uint64_t auth_wr_id(const struct rdma_sq_peer *p, unsigned what)
 {
 	return RDMA_SQ_WR_AUTH << 56 | (uint64_t)what << 32 | p->id;
 }
 
-void rdma_sq_auth_free(struct rdma_sq_peer *p)
+void rdma_sq_ctl_io_free(struct rdma_sq_ctl_io **io)
 {
-	if (!p->aio)
+	if (!*io)
 		return;
-	if (p->aio->mr)
-		ibv_dereg_mr(p->aio->mr);
-	free(p->aio);
-	p->aio = NULL;
+	if ((*io)->mr)
+		ibv_dereg_mr((*io)->mr);
+	free(*io);
+	*io = NULL;
+}
+
+int rdma_sq_ctl_io_new(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+		       struct rdma_sq_ctl_io **io, const char *what,
+		       struct squall_error *err)
+{
+	rdma_sq_ctl_io_free(io);
+	*io = calloc(1, sizeof(**io));
+	if (!*io)
+		return squall_error_set(err, -ENOMEM, "out of memory for the %s "
+					"with %s", what, p->who);
+	(*io)->mr = ibv_reg_mr(node->pd, *io, sizeof(**io),
+			       IBV_ACCESS_LOCAL_WRITE);
+	if (!(*io)->mr)
+		return squall_error_set(err, -errno, "ibv_reg_mr for the %s with "
+					"%s: %s", what, p->who, strerror(errno));
+	return 0;
 }
 
 /* Before the connection is up: the receives for the peer's messages of
@@ -154,29 +165,23 @@ static int auth_setup(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 		      struct squall_error *err)
 {
 	unsigned n = p->active ? 1 : 2;
+	int ret;
 
-	rdma_sq_auth_free(p);
+	rdma_sq_ctl_io_free(&p->aio);
 	p->auth_got = 0;
 	p->auth_early = 0;
 	if (!node->has_key)
 		return 0;
-	p->aio = calloc(1, sizeof(*p->aio));
-	if (!p->aio)
-		return squall_error_set(err, -ENOMEM, "out of memory for the key "
-					"exchange with %s", p->who);
-	p->aio->mr = ibv_reg_mr(node->pd, p->aio, sizeof(*p->aio),
-				IBV_ACCESS_LOCAL_WRITE);
-	if (!p->aio->mr)
-		return squall_error_set(err, -errno, "ibv_reg_mr for the key "
-					"exchange with %s: %s", p->who,
-					strerror(errno));
+	ret = rdma_sq_ctl_io_new(node, p, &p->aio, "key exchange", err);
+	if (ret)
+		return ret;
 	for (unsigned i = 0; i < n; i++) {
 		struct ibv_sge sg = { (uintptr_t)p->aio->recv[i], AUTH_MSG_MAX,
 				      p->aio->mr->lkey };
 		struct ibv_recv_wr wr = { .wr_id = auth_wr_id(p, i), .sg_list = &sg,
 					  .num_sge = 1 }, *bad;
-		int ret = ibv_post_recv(p->qp, &wr, &bad);
 
+		ret = ibv_post_recv(p->qp, &wr, &bad);
 		if (ret)
 			return squall_error_set(err, -ret, "ibv_post_recv for the "
 						"key exchange with %s: %s", p->who,
@@ -259,7 +264,7 @@ static void auth_refuse(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	if (p->cm)
 		rdma_disconnect(p->cm);
 	drop_conn(p);
-	rdma_sq_auth_free(p);
+	rdma_sq_ctl_io_free(&p->aio);
 	p->state = PEER_IDLE;
 }
 

@@ -446,8 +446,8 @@ static void destroy_peer(struct rdma_sq_peer *p)
 	rdma_destroy_id(p->cm);
 	p->cm = NULL;
 	p->qp = NULL;
-	rdma_sq_auth_free(p);
-	rdma_sq_grant_free(p);
+	rdma_sq_ctl_io_free(&p->aio);
+	rdma_sq_ctl_io_free(&p->gio);
 }
 
 void rdma_sq_destroy(struct rdma_sq_node *node)

@@ -62,7 +62,7 @@ struct rdma_sq_peer {
 					 key, its region target comes with
 					 its proof instead) */
 	uint64_t nonce;               /* my hello's nonce (0: no group key) */
-	struct rdma_sq_auth_io *aio;  /* buffers of the key exchange */
+	struct rdma_sq_ctl_io *aio;   /* buffers of the key exchange */
 	unsigned auth_got;            /* its messages of the exchange taken */
 	unsigned auth_early;          /* its proof came before ESTABLISHED:
 					 receive slot + 1 (0: none) */
@@ -71,7 +71,7 @@ struct rdma_sq_peer {
 	char last_try[256];           /* why the last attempt failed */
 	char error[SQUALL_ERRMSG_MAX];/* why the peer is dead */
 	/* What the peer granted this member (window.c). */
-	struct rdma_sq_grant_io *gio; /* buffers of the grant exchange */
+	struct rdma_sq_ctl_io *gio;   /* buffers of the grant exchange */
 	bool granted;                 /* its GRANT arrived */
 	struct { uint64_t addr, len; uint32_t rkey; bool set; }
 		grant[RDMA_SQ_TARGET_COUNT];
@@ -190,8 +190,6 @@ void rdma_sq_use_once_destroy_all(struct rdma_sq_node *node);
 
 /* window.c */
 void rdma_sq_window_destroy_all(struct rdma_sq_node *node);
-/* Free a peer's grant exchange buffers (its QP destroyed). */
-void rdma_sq_grant_free(struct rdma_sq_peer *p);
 
 /* conn.c */
 struct rdma_sq_peer *rdma_sq_peer_by_id(struct rdma_sq_node *node, uint32_t id);
@@ -199,8 +197,22 @@ struct rdma_sq_peer *rdma_sq_peer_by_id(struct rdma_sq_node *node, uint32_t id);
  * completion dispatcher hands them to rdma_sq_auth_wc, never out. */
 #define RDMA_SQ_WR_AUTH SQUALL_WR_TAG_AUTH
 void rdma_sq_auth_wc(struct rdma_sq_node *node, const struct ibv_wc *wc);
-/* Free a peer's key exchange buffers (its QP destroyed). */
-void rdma_sq_auth_free(struct rdma_sq_peer *p);
+/* Registered buffers of one control exchange with a peer, sent and
+ * received over its QP (the key exchange takes two of each, the grants
+ * one). */
+#define RDMA_SQ_CTL_MSG_MAX 128u
+struct rdma_sq_ctl_io {
+	struct ibv_mr *mr;
+	uint8_t recv[2][RDMA_SQ_CTL_MSG_MAX];
+	uint8_t send[2][RDMA_SQ_CTL_MSG_MAX];
+};
+/* *io = new registered buffers for p's `what` ("key exchange", "grants");
+ * whatever *io held is freed first. */
+int rdma_sq_ctl_io_new(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+		       struct rdma_sq_ctl_io **io, const char *what,
+		       struct squall_error *err);
+/* Free *io (its QP destroyed or the exchange over) and clear it. */
+void rdma_sq_ctl_io_free(struct rdma_sq_ctl_io **io);
 /* Mark a peer dead with a reason (first reason wins) and move its QP to
  * the error state so outstanding requests flush. */
 void rdma_sq_peer_fail(struct rdma_sq_node *node, struct rdma_sq_peer *p,

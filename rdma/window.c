@@ -43,17 +43,11 @@ _Static_assert((int)RDMA_SQ_TARGET_SST_ROW == (int)WIRE_TARGET_SST_ROW &&
 	       (int)RDMA_SQ_TARGET_SMC_RING == (int)WIRE_TARGET_SMC_RING,
 	       "rdma_sq_target and the wire's targets differ");
 
-#define GRANT_MSG_MAX 128u
+#define GRANT_MSG_MAX RDMA_SQ_CTL_MSG_MAX
 /* The tag's "what" of the GRANT's receive and send (auth_wr_id's space:
  * the key exchange uses 0-3). */
 #define GRANT_RECV 4u
 #define GRANT_SEND 5u
-
-struct rdma_sq_grant_io {
-	struct ibv_mr *mr;
-	uint8_t recv[GRANT_MSG_MAX];
-	uint8_t send[GRANT_MSG_MAX];
-};
 
 static uint64_t grant_wr_id(const struct rdma_sq_peer *p, unsigned what)
 {
@@ -197,16 +191,6 @@ void rdma_sq_window_destroy_all(struct rdma_sq_node *node)
 
 /* ---- the standing grants of a view ---------------------------------------- */
 
-void rdma_sq_grant_free(struct rdma_sq_peer *p)
-{
-	if (!p->gio)
-		return;
-	if (p->gio->mr)
-		ibv_dereg_mr(p->gio->mr);
-	free(p->gio);
-	p->gio = NULL;
-}
-
 static const char *purpose_name(enum rdma_sq_target t)
 {
 	switch (t) {
@@ -228,16 +212,10 @@ static int grant_one(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	unsigned n = 0;
 	int hl, ret;
 
-	p->gio = calloc(1, sizeof(*p->gio));
-	if (!p->gio)
-		return squall_error_set(err, -ENOMEM, "out of memory for the "
-					"grants of %s", p->who);
-	p->gio->mr = ibv_reg_mr(node->pd, p->gio, sizeof(*p->gio),
-				IBV_ACCESS_LOCAL_WRITE);
-	if (!p->gio->mr)
-		return squall_error_set(err, -errno, "ibv_reg_mr for the grants "
-					"of %s: %s", p->who, strerror(errno));
-	sg = (struct ibv_sge){ (uintptr_t)p->gio->recv, GRANT_MSG_MAX,
+	ret = rdma_sq_ctl_io_new(node, p, &p->gio, "grants", err);
+	if (ret)
+		return ret;
+	sg = (struct ibv_sge){ (uintptr_t)p->gio->recv[0], GRANT_MSG_MAX,
 			       p->gio->mr->lkey };
 	rwr.wr_id = grant_wr_id(p, GRANT_RECV);
 	rwr.sg_list = &sg;
@@ -269,11 +247,11 @@ static int grant_one(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 				      .len = len },
 		};
 	}
-	hl = wire_encode(p->gio->send, GRANT_MSG_MAX, WIRE_MSG_GRANT, 0, ext, n,
+	hl = wire_encode(p->gio->send[0], GRANT_MSG_MAX, WIRE_MSG_GRANT, 0, ext, n,
 			 0, err);
 	if (hl < 0)
 		return hl;
-	sg = (struct ibv_sge){ (uintptr_t)p->gio->send, (uint32_t)hl,
+	sg = (struct ibv_sge){ (uintptr_t)p->gio->send[0], (uint32_t)hl,
 			       p->gio->mr->lkey };
 	wr.wr_id = grant_wr_id(p, GRANT_SEND);
 	wr.sg_list = &sg;
@@ -297,7 +275,7 @@ static void grant_recv(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	uint32_t pos = 0;
 	int r;
 
-	if (wire_decode(p->gio->recv, len, &m, &e) || m.type != WIRE_MSG_GRANT) {
+	if (wire_decode(p->gio->recv[0], len, &m, &e) || m.type != WIRE_MSG_GRANT) {
 		rdma_sq_peer_fail(node, p, "member %u: %s sent no grants but %s "
 				  "(%u bytes%s%s)", node->my_id, p->who,
 				  e.code ? "a malformed message" :
