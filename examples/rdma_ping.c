@@ -23,6 +23,14 @@
  * (group_config_my_id).
  * The environment variable SQUALL_TEST_WIRE_MAJOR makes the member claim
  * another wire major version (tests of the refusal only).
+ *
+ * With --grants DELAY_MS the members instead exchange per-peer keys
+ * (rdma_sq_options.peer_windows, rdma_sq_grant_all: each peer may write
+ * its own area of this member's region and nothing else), this member
+ * DELAY_MS after it connected, say how long the exchange took, and end
+ * 3 s later (a peer may still be waiting for this member's grants: no
+ * message of the rounds is posted, so the device counts only the grants'
+ * traffic).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -66,6 +74,8 @@ struct opts {
 	unsigned op_timeout_ms;
 	bool perf;
 	bool verbose;
+	bool grants;
+	unsigned grant_delay_ms;
 };
 
 struct ping {
@@ -624,7 +634,7 @@ __attribute__((noreturn)) static void usage(int code)
 		"options:\n"
 		"  [--connect-timeout-ms MS] [--device NAME] [--rounds N]\n"
 		"  [--no-perf] [--lat-iters N] [--bw-bytes N] [--bw-depth N]\n"
-		"  [--op-timeout-ms MS] [--verbose]\n");
+		"  [--op-timeout-ms MS] [--verbose] [--grants DELAY_MS]\n");
 	exit(code);
 }
 
@@ -661,6 +671,7 @@ static void parse(int argc, char **argv, struct ping *pg)
 		{ "bw-depth", required_argument, 0, 'D' },
 		{ "op-timeout-ms", required_argument, 0, 'o' },
 		{ "verbose", no_argument, 0, 'v' },
+		{ "grants", required_argument, 0, 'g' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -688,6 +699,10 @@ static void parse(int argc, char **argv, struct ping *pg)
 		case 'D': pg->o.bw_depth = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'o': pg->o.op_timeout_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'v': pg->o.verbose = true; break;
+		case 'g':
+			pg->o.grants = true;
+			pg->o.grant_delay_ms = (unsigned)strtoul(optarg, NULL, 0);
+			break;
 		case 'h': usage(0);
 		default: usage(2);
 		}
@@ -747,6 +762,85 @@ static void map_region(struct ping *pg)
 	pg->ctl = pg->check + AREA;
 }
 
+/* FIN: nobody disconnects while a peer still works with it. */
+static int finish(struct ping *pg)
+{
+	double t0;
+
+	for (uint32_t q = 0; q < pg->cfg.nmembers; q++)
+		if ((int)q != pg->me)
+			send_ctl(pg, (int)q, "FIN");
+	t0 = now_us();
+	while (!all_got(pg, 1, pg->fin)) {
+		progress(pg, true);
+		deadline_check(pg, t0, "the peers' FIN");
+	}
+	wait_own(pg, "FIN sends");
+	printf("rdma_ping: member %u OK: %" PRIu64 " bytes received and verified\n",
+	       pg->o.id, pg->verified_bytes);
+	rdma_sq_destroy(pg->node);
+	munmap(pg->region, pg->region_len);
+	free(pg);
+	return 0;
+}
+
+/* --grants: what peer `id` may write here is its WRITE area. */
+static int grant_area(void *arg, uint32_t id, enum rdma_sq_target purpose,
+		      void **ptr, size_t *len)
+{
+	struct ping *pg = arg;
+	int q = index_of(pg, id);
+
+	if (q < 0)
+		return -ENOENT;
+	*len = 0;
+	if (purpose == RDMA_SQ_TARGET_SST_ROW) {
+		*ptr = pg->region + area_off(pg, K_WRITE, q);
+		*len = AREA;
+	}
+	return 0;
+}
+
+/* --grants: wait DELAY_MS, exchange the keys, check that every peer
+ * granted its area, and end. */
+static int exchange_grants(struct ping *pg)
+{
+	struct squall_error err;
+	double t0;
+
+	nanosleep(&(struct timespec){ pg->o.grant_delay_ms / 1000,
+				      (long)(pg->o.grant_delay_ms % 1000) * 1000000L },
+		  NULL);
+	t0 = now_us();
+	if (rdma_sq_grant_all(pg->node, grant_area, pg, pg->cfg.connect_timeout_ms,
+			      &err))
+		die("grants", &err, pg->o.id);
+	for (uint32_t q = 0; q < pg->cfg.nmembers; q++) {
+		uint64_t addr, len;
+		uint32_t rkey;
+
+		if ((int)q == pg->me)
+			continue;
+		if (rdma_sq_remote(pg->node, peer_id(pg, (int)q), RDMA_SQ_TARGET_SST_ROW,
+				   &addr, &rkey, &len) || len != AREA) {
+			fprintf(stderr, "rdma_ping: member %u: member %u granted no "
+				"area of %" PRIu64 " bytes\n", pg->o.id,
+				peer_id(pg, (int)q), AREA);
+			return 1;
+		}
+	}
+	printf("rdma_ping: member %u: grants exchanged with %u peers in %.0f ms "
+	       "(%u ms after connecting)\n", pg->o.id, pg->cfg.nmembers - 1,
+	       (now_us() - t0) / 1e3, pg->o.grant_delay_ms);
+	fflush(stdout);
+	nanosleep(&(struct timespec){ 3, 0 }, NULL);
+	printf("rdma_ping: member %u OK: grants only\n", pg->o.id);
+	rdma_sq_destroy(pg->node);
+	munmap(pg->region, pg->region_len);
+	free(pg);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	/* It reads the peers' regions back (READ): the one program that may. */
@@ -766,6 +860,10 @@ int main(int argc, char **argv)
 	}
 	opt.log = log_cb;
 	opt.log_arg = pg;
+	if (pg->o.grants) {
+		opt.peer_windows = true;
+		opt.region_remote_read = false;
+	}
 	if (group_transport_create(&pg->cfg, pg->o.id, pg->region, pg->region_len, &opt,
 			   &pg->node, &err))
 		die("create", &err, pg->o.id);
@@ -781,6 +879,8 @@ int main(int argc, char **argv)
 	       pg->o.id, pg->cfg.nmembers - 1, rdma_sq_device_name(pg->node),
 	       rdma_sq_port(pg->node), (now_us() - t0) / 1e3);
 	fflush(stdout);
+	if (pg->o.grants)
+		return exchange_grants(pg);
 	for (uint32_t q = 0; q < pg->cfg.nmembers; q++) {
 		uint64_t len;
 
@@ -805,20 +905,5 @@ int main(int argc, char **argv)
 	}
 	if (pg->o.perf)
 		perf(pg);
-	/* FIN: nobody disconnects while a peer still works with it. */
-	for (uint32_t q = 0; q < pg->cfg.nmembers; q++)
-		if ((int)q != pg->me)
-			send_ctl(pg, (int)q, "FIN");
-	t0 = now_us();
-	while (!all_got(pg, 1, pg->fin)) {
-		progress(pg, true);
-		deadline_check(pg, t0, "the peers' FIN");
-	}
-	wait_own(pg, "FIN sends");
-	printf("rdma_ping: member %u OK: %" PRIu64 " bytes received and verified\n",
-	       pg->o.id, pg->verified_bytes);
-	rdma_sq_destroy(pg->node);
-	munmap(pg->region, pg->region_len);
-	free(pg);
-	return 0;
+	return finish(pg);
 }

@@ -360,8 +360,13 @@ void rdma_sq_auth_wc(struct rdma_sq_node *node, const struct ibv_wc *wc)
 {
 	uint32_t id = (uint32_t)wc->wr_id;
 	unsigned what = (unsigned)(wc->wr_id >> 32) & 0xff;
-	struct rdma_sq_peer *p = rdma_sq_peer_by_id(node, id);
+	struct rdma_sq_peer *p;
 
+	if (what == RDMA_SQ_GRANT_RECV || what == RDMA_SQ_GRANT_SEND) {
+		rdma_sq_grant_wc(node, wc);
+		return;
+	}
+	p = rdma_sq_peer_by_id(node, id);
 	if (!p || !p->aio || p->qp_num != wc->qp_num)
 		return; /* a connection since dropped */
 	if (wc->status != IBV_WC_SUCCESS) {
@@ -470,6 +475,7 @@ static int make_qp(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 			.max_inline_data = node->opt.max_inline,
 		},
 	};
+	int ret;
 
 	if (id->verbs != node->ctx)
 		return squall_error_set(err, -EXDEV,
@@ -485,7 +491,8 @@ static int make_qp(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	p->nonce = node->has_key ? squall_auth_nonce() : 0;
 	if (node->has_key && !p->nonce)
 		return squall_error_set(err, -EIO, "libsodium could not start");
-	return auth_setup(node, p, err);
+	ret = auth_setup(node, p, err);
+	return ret ? ret : rdma_sq_grant_setup(node, p, err);
 }
 
 static void conn_param(struct rdma_sq_node *node, struct rdma_sq_peer *p,

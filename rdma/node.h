@@ -197,6 +197,13 @@ struct rdma_sq_peer *rdma_sq_peer_by_id(struct rdma_sq_node *node, uint32_t id);
  * completion dispatcher hands them to rdma_sq_auth_wc, never out. */
 #define RDMA_SQ_WR_AUTH SQUALL_WR_TAG_AUTH
 void rdma_sq_auth_wc(struct rdma_sq_node *node, const struct ibv_wc *wc);
+/* The tag's "what" of the GRANT's receive and send (the key exchange's
+ * own are 0-3); rdma_sq_auth_wc hands their completions to
+ * rdma_sq_grant_wc (window.c), whenever they come: a peer's GRANT may
+ * arrive while this member still connects to others. */
+#define RDMA_SQ_GRANT_RECV 4u
+#define RDMA_SQ_GRANT_SEND 5u
+void rdma_sq_grant_wc(struct rdma_sq_node *node, const struct ibv_wc *wc);
 /* Registered buffers of one control exchange with a peer, sent and
  * received over its QP (the key exchange takes two of each, the grants
  * one). */
@@ -213,6 +220,11 @@ int rdma_sq_ctl_io_new(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 		       struct squall_error *err);
 /* Free *io (its QP destroyed or the exchange over) and clear it. */
 void rdma_sq_ctl_io_free(struct rdma_sq_ctl_io **io);
+/* With peer_windows, before p's connection is up (after the key
+ * exchange's receives, which the peer's first messages take): the receive
+ * for p's GRANT (window.c). */
+int rdma_sq_grant_setup(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+			struct squall_error *err);
 /* Mark a peer dead with a reason (first reason wins) and move its QP to
  * the error state so outstanding requests flush. */
 void rdma_sq_peer_fail(struct rdma_sq_node *node, struct rdma_sq_peer *p,

@@ -16,7 +16,11 @@
  * ring) are granted once per view, right after connect_all: for each peer
  * the node opens a window per purpose and sends their keys in one GRANT
  * message, posted after the binds on the same queue pair (so a key is
- * never used before its bind ran), and takes the peer's GRANT in turn. A
+ * never used before its bind ran), and takes the peer's GRANT in turn,
+ * into a receive posted with the queue pair, before the connection was
+ * up: a peer that is done connecting sooner sends at once, and a GRANT
+ * that found no receive would wait for the device's "receiver not ready"
+ * retries (655 ms each before the connection's timer is shortened). A
  * peer whose GRANT does not come within the timeout, or does not parse,
  * is failed with the reason; the others go on.
  */
@@ -44,10 +48,8 @@ _Static_assert((int)RDMA_SQ_TARGET_SST_ROW == (int)WIRE_TARGET_SST_ROW &&
 	       "rdma_sq_target and the wire's targets differ");
 
 #define GRANT_MSG_MAX RDMA_SQ_CTL_MSG_MAX
-/* The tag's "what" of the GRANT's receive and send (auth_wr_id's space:
- * the key exchange uses 0-3). */
-#define GRANT_RECV 4u
-#define GRANT_SEND 5u
+#define GRANT_RECV RDMA_SQ_GRANT_RECV
+#define GRANT_SEND RDMA_SQ_GRANT_SEND
 
 static uint64_t grant_wr_id(const struct rdma_sq_peer *p, unsigned what)
 {
@@ -201,17 +203,18 @@ static const char *purpose_name(enum rdma_sq_target t)
 	}
 }
 
-/* Open p's windows (fn), post the receive for its GRANT and send mine. */
-static int grant_one(struct rdma_sq_node *node, struct rdma_sq_peer *p,
-		     rdma_sq_grant_fn fn, void *arg, struct squall_error *err)
+int rdma_sq_grant_setup(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+			struct squall_error *err)
 {
-	struct wire_ext ext[RDMA_SQ_TARGET_COUNT];
 	struct ibv_sge sg;
 	struct ibv_recv_wr rwr = { 0 }, *rbad;
-	struct ibv_send_wr wr = { 0 }, *bad;
-	unsigned n = 0;
-	int hl, ret;
+	int ret;
 
+	p->granted = false;
+	if (!node->opt.peer_windows) {
+		rdma_sq_ctl_io_free(&p->gio);
+		return 0;
+	}
 	ret = rdma_sq_ctl_io_new(node, p, &p->gio, "grants", err);
 	if (ret)
 		return ret;
@@ -224,6 +227,23 @@ static int grant_one(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	if (ret)
 		return squall_error_set(err, -ret, "ibv_post_recv for the grants "
 					"of %s: %s", p->who, strerror(ret));
+	return 0;
+}
+
+/* Open p's windows (fn) and send their keys in my GRANT (the receive for
+ * p's was posted with its queue pair: rdma_sq_grant_setup). */
+static int grant_one(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+		     rdma_sq_grant_fn fn, void *arg, struct squall_error *err)
+{
+	struct wire_ext ext[RDMA_SQ_TARGET_COUNT];
+	struct ibv_sge sg;
+	struct ibv_send_wr wr = { 0 }, *bad;
+	unsigned n = 0;
+	int hl, ret;
+
+	if (!p->gio)
+		return squall_error_set(err, -EPROTO, "no receive for the "
+					"grants of %s", p->who);
 	for (int t = RDMA_SQ_TARGET_SST_ROW; t < RDMA_SQ_TARGET_COUNT; t++) {
 		struct rdma_sq_window *w;
 		void *ptr = NULL;
@@ -303,7 +323,7 @@ static void grant_recv(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	p->granted = true;
 }
 
-static void grant_wc(struct rdma_sq_node *node, const struct ibv_wc *wc)
+void rdma_sq_grant_wc(struct rdma_sq_node *node, const struct ibv_wc *wc)
 {
 	uint32_t id = (uint32_t)wc->wr_id;
 	unsigned what = (unsigned)(wc->wr_id >> 32) & 0xff;
@@ -312,6 +332,10 @@ static void grant_wc(struct rdma_sq_node *node, const struct ibv_wc *wc)
 	if (!p || !p->gio || p->qp_num != wc->qp_num)
 		return;
 	if (wc->status != IBV_WC_SUCCESS) {
+		/* A connection that fails before it is up is the connecting
+		 * code's to retry or refuse. */
+		if (rdma_sq_peer_state(p) != PEER_UP)
+			return;
 		rdma_sq_peer_fail(node, p, "member %u: the exchange of grants "
 				  "with %s failed: %s", node->my_id, p->who,
 				  ibv_wc_status_str(wc->status));
@@ -328,12 +352,7 @@ static void grant_poll(struct rdma_sq_node *node)
 
 	while ((n = ibv_poll_cq(node->cq, 8, wc)) > 0)
 		for (int i = 0; i < n; i++) {
-			unsigned what = (unsigned)(wc[i].wr_id >> 32) & 0xff;
-
-			if (wc[i].wr_id >> 56 == RDMA_SQ_WR_AUTH &&
-			    (what == GRANT_RECV || what == GRANT_SEND))
-				grant_wc(node, &wc[i]);
-			else if (wc[i].wr_id >> 56 == RDMA_SQ_WR_AUTH)
+			if (wc[i].wr_id >> 56 == RDMA_SQ_WR_AUTH)
 				rdma_sq_auth_wc(node, &wc[i]);
 			else if (node->stash_n < (int)(sizeof(node->stash) /
 						      sizeof(node->stash[0])))
