@@ -22,13 +22,16 @@
 # of exactly the survivors, lets them stream AFTER s more and closes.
 # Figures per survivor: death to that view (wall clock, the VIEW line
 # against the DYING line or the kill), the group's own wedge-to-installed
-# time of its last change (last_view_change_ms), messages sent, delivered
-# and resent after a trim, duplicates and gaps seen. A round's view change
-# time is its last survivor's; the summary gives the median over rounds,
-# lost and duplicated summed over all rounds (lost: messages a live
-# sender, the leaver included, sent that a survivor never delivered), and
-# the virtual-synchrony violations vs_check found in the members'
-# histories (tests/vsync/check.h).
+# time of its last change (last_view_change_ms) and its parts (agreement,
+# delivering to the trim, teardown, build and, of the build, connecting:
+# group_stats(3)), messages sent, delivered and resent after a trim,
+# duplicates and gaps seen. A round's view change time is its last
+# survivor's; the summary gives the median over rounds, lost and
+# duplicated summed over all rounds (lost: messages a live sender, the
+# leaver included, sent that a survivor never delivered), the
+# virtual-synchrony violations vs_check found in the members' histories
+# (tests/vsync/check.h), and each part's median over every survivor of
+# every round.
 set -u
 N=4
 ROUNDS=${MEMBERSHIP_ROUNDS:-12}
@@ -66,6 +69,7 @@ view_of() {
 rows=()
 csv_rows=()
 view_ms=()
+parts=()  # "agree deliver teardown build connect" (ms) of each survivor
 lost=0 dups=0 violations=0
 for r in $(seq 1 "$ROUNDS"); do
     k=${KINDS[$(( (r - 1) % ${#KINDS[@]} ))]}
@@ -126,12 +130,19 @@ for r in $(seq 1 "$ROUNDS"); do
     violations=$((violations + v))
     for i in $surv; do
         f=$OUT/$name.$i.out
-        rows+=("$(printf "%-16s %-7s %10s %10s %8s %10s %7s %5s %5s %5s" "$r:$k" "$i" \
+        parts+=("$(for p in agree deliver teardown build connect; do echo -n "$(val0 "$f" RESULT ${p}_ms) "; done)")
+        rows+=("$(printf "%-16s %-7s %10s %10s %6s %7s %8s %6s %7s %8s %10s %7s %5s %5s %5s" "$r:$k" "$i" \
             $(( $(view_of "$f" "$members") - since )) "$(val0 "$f" RESULT view_change_ms)" \
+            "$(val0 "$f" RESULT agree_ms)" "$(val0 "$f" RESULT deliver_ms)" \
+            "$(val0 "$f" RESULT teardown_ms)" "$(val0 "$f" RESULT build_ms)" \
+            "$(val0 "$f" RESULT connect_ms)" \
             "$(val0 "$f" RESULT sent)" "$(val0 "$f" RESULT delivered)" "$(val0 "$f" STATS resent)" \
             "$(val0 "$f" RESULT dup)" "$(val0 "$f" RESULT gap)" "$(val0 "$f" RESULT bad)")")
         csv_rows+=("$(printf '%q ' "$r" "$k" "$i" $(( $(view_of "$f" "$members") - since )) \
-            "$(val0 "$f" RESULT view_change_ms)" "$(val0 "$f" RESULT sent)" \
+            "$(val0 "$f" RESULT view_change_ms)" "$(val0 "$f" RESULT agree_ms)" \
+            "$(val0 "$f" RESULT deliver_ms)" "$(val0 "$f" RESULT teardown_ms)" \
+            "$(val0 "$f" RESULT build_ms)" "$(val0 "$f" RESULT connect_ms)" \
+            "$(val0 "$f" RESULT sent)" \
             "$(val0 "$f" RESULT delivered)" "$(val0 "$f" STATS resent)" \
             "$(val0 "$f" RESULT dup)" "$(val0 "$f" RESULT gap)" "$(val0 "$f" RESULT bad)")")
     done
@@ -142,19 +153,27 @@ med=$(median "${view_ms[@]}")
 
 echo
 echo "Membership: a member of $N dies while all stream at $RATE msgs/s each ($SETS)"
-printf "%-16s %-7s %10s %10s %8s %10s %7s %5s %5s %5s\n" round member death_to_ms wedge_ms sent delivered resent dup gap bad
+printf "%-16s %-7s %10s %10s %6s %7s %8s %6s %7s %8s %10s %7s %5s %5s %5s\n" round member death_to_ms wedge_ms \
+    agree deliver teardown build connect sent delivered resent dup gap bad
 printf '%s\n' "${rows[@]}"
 # membership.csv: the table, one row per survivor of each round.
 . "$SRC/bench/lib/csv.sh"
 csv_dir membership
-csv_header membership round kind member death_to_view_ms wedge_to_installed_ms sent delivered \
-    resent dup gap bad
+csv_header membership round kind member death_to_view_ms wedge_to_installed_ms agree_ms \
+    deliver_ms teardown_ms build_ms connect_ms sent delivered resent dup gap bad
 for row in "${csv_rows[@]}"; do
     eval "csv_row membership $row"
 done
 printf "%-44s %s\n" "view change per round, ms (last survivor)" "${view_ms[*]}"
 printf "%-44s %s\n" "view change, median of rounds, ms" "$med"
+# partmed COLUMN: the median of that part (1 agree .. 5 connect) over
+# every survivor of every round.
+partmed() { median $(printf '%s\n' "${parts[@]}" | awk -v c="$1" '{ print $c }'); }
+pm_agree=$(partmed 1) pm_deliver=$(partmed 2) pm_teardown=$(partmed 3)
+pm_build=$(partmed 4) pm_connect=$(partmed 5)
+printf "%-44s %s\n" "its parts, medians over survivors, ms" \
+    "agree $pm_agree, deliver $pm_deliver, teardown $pm_teardown, build $pm_build (connect $pm_connect)"
 printf "%-44s %s\n" "messages of live senders lost (all rounds)" "$lost"
 printf "%-44s %s\n" "messages delivered twice (all rounds)" "$dups"
 printf "%-44s %s\n" "vs_check violations (all rounds)" "$violations"
-echo "SUMMARY membership view_change_ms=$med lost=$lost duplicated=$dups violations=$violations members=$N rounds=$ROUNDS"
+echo "SUMMARY membership view_change_ms=$med lost=$lost duplicated=$dups violations=$violations members=$N rounds=$ROUNDS agree_ms=$pm_agree deliver_ms=$pm_deliver teardown_ms=$pm_teardown build_ms=$pm_build connect_ms=$pm_connect"

@@ -93,6 +93,7 @@ static int start_rdma(struct group *g, struct squall_error *err)
 		.max_sge = 16,
 		.peer_windows = g->cfg.peer_access == 0,
 	};
+	uint64_t t = group_now_ms();
 	int r;
 
 	r = group_transport_create(&g->vcfg, g->my_id, g->base, g->len, &ro,
@@ -109,6 +110,7 @@ static int start_rdma(struct group *g, struct squall_error *err)
 	if (!r)
 		r = rdma_sq_grant_all(g->v.node, grant_of, g,
 				      g->vcfg.connect_timeout_ms, err);
+	g->v.connect_ms = group_now_ms() - t;
 	return r;
 }
 

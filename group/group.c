@@ -452,6 +452,12 @@ void group_stats_in_view(struct group *g, struct group_stats *st)
 		.commits = atomic_load(&g->st_commits),
 		.resent = atomic_load(&g->st_resent),
 		.last_view_change_ms = atomic_load(&g->st_vc_ms),
+		.last_view_change_agree_ms = atomic_load(&g->st_vc_agree_ms),
+		.last_view_change_deliver_ms = atomic_load(&g->st_vc_deliver_ms),
+		.last_view_change_teardown_ms =
+			atomic_load(&g->st_vc_teardown_ms),
+		.last_view_change_build_ms = atomic_load(&g->st_vc_build_ms),
+		.last_view_change_connect_ms = atomic_load(&g->st_vc_connect_ms),
 		.sends_lost = atomic_load(&g->st_unsent_lost),
 		.sends_unknown = atomic_load(&g->st_unsent_unknown),
 		.p2p_abandoned = atomic_load(&g->st_p2p_abandoned),

@@ -304,6 +304,9 @@ struct group_epoch {
 	uint64_t vc_fence[SST_MAX_MEMBERS]; /* the push of the adoption */
 	bool ragged;                    /* delivering the trim */
 	uint64_t vc_start_ms;           /* when this member wedged */
+	uint64_t vc_adopt_ms;           /* when it adopted the trim */
+	uint64_t connect_ms;            /* this view's connections and keys
+					   took (start_rdma) */
 	/* Why each member of the view was first suspected ("": it was
 	 * not), for the failure upcall once a trim removes it. */
 	char suspect_why[GROUP_CONFIG_MAX_MEMBERS][160];
@@ -446,6 +449,12 @@ struct group {
 		st_waits;
 	atomic_uint_fast64_t st_wedges, st_commits, st_resent, st_vc_ms,
 		st_old_copies, st_old_waits;
+	/* The last view change's parts (group_stats: last_view_change_*):
+	 * wedge to adoption, adoption to the view thread's install, the
+	 * old view's teardown, the next one's build and, of it, the
+	 * connections with their keys. */
+	atomic_uint_fast64_t st_vc_agree_ms, st_vc_deliver_ms,
+		st_vc_teardown_ms, st_vc_build_ms, st_vc_connect_ms;
 	atomic_uint_fast64_t st_unsent_lost, st_unsent_unknown;
 	atomic_uint_fast64_t st_misbehaved; /* peers removed for what they sent */
 	atomic_uint_fast64_t st_old_refused; /* ended views' rdma_sq_refused */

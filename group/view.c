@@ -254,6 +254,7 @@ bool group_view_pass(struct group *g, bool *work)
 	if (out.acts & VC_ACT_ADOPT) {
 		report_removed(g);
 		atomic_fetch_add(&g->st_commits, 1);
+		g->v.vc_adopt_ms = group_now_ms();
 		for (uint32_t s = 0; s < g->v.n; s++)
 			sst_set_elem(g->v.t, ct, s, g->v.vc.trim[s]);
 		sst_set(g->v.t, (uint32_t)g->v.col[COL_TADD], g->v.vc.tadd);
@@ -339,6 +340,7 @@ static void install(struct group *g)
 	uint64_t mask = g->v.vc.tmask, end = vc_trim_end(g->v.vc.trim, g->v.n);
 	uint64_t keep = group_cfg_bits(g, &g->vcfg), adds = g->v.vc.tadd;
 	uint64_t vc_start = g->v.vc_start_ms, resent = 0;
+	uint64_t adopted = g->v.vc_adopt_ms, t0 = group_now_ms(), t1, t2;
 	uint32_t ids[GROUP_CONFIG_MAX_MEMBERS], n = 0;
 	struct group_resend *rs;
 	int r;
@@ -375,12 +377,14 @@ static void install(struct group *g)
 	group_epoch_wrlock(g);
 	atomic_store(&g->installing, true);
 	group_epoch_teardown(g);
+	t1 = group_now_ms();
 	squall_hook("installing");
 	group_lock(g);
 	g->vcfg = nv;
 	g->seq_base += end;
 	group_unlock(g);
 	r = group_epoch_build(g, &err);
+	t2 = group_now_ms();
 	if (r) {
 		group_fail(g, r, "installing view %" PRIu64 " failed: %s",
 			   nv.epoch, err.msg);
@@ -406,6 +410,11 @@ static void install(struct group *g)
 	group_resend_defer(g);
 	atomic_fetch_add(&g->st_resent, resent);
 	atomic_store(&g->st_vc_ms, group_now_ms() - vc_start);
+	atomic_store(&g->st_vc_agree_ms, adopted - vc_start);
+	atomic_store(&g->st_vc_deliver_ms, t0 - adopted);
+	atomic_store(&g->st_vc_teardown_ms, t1 - t0);
+	atomic_store(&g->st_vc_build_ms, t2 - t1);
+	atomic_store(&g->st_vc_connect_ms, g->v.connect_ms);
 	atomic_store(&g->installing, false);
 	/* Sends go on, unless the next change already wedged this view
 	 * (the core refuses them then all the same). */

@@ -403,7 +403,16 @@ struct group_stats {
 	uint64_t resent;           /* own messages sent again in a new view
 				      because they were past the trim */
 	uint64_t last_view_change_ms; /* the last view change, from wedge
-				      to installed view */
+				      to installed view; its parts: */
+	uint64_t last_view_change_agree_ms;    /* wedge to the trim adopted */
+	uint64_t last_view_change_deliver_ms;  /* adopted to the install's
+						  start (delivering to the
+						  trim) */
+	uint64_t last_view_change_teardown_ms; /* the old view torn down
+						  (joiners answered first) */
+	uint64_t last_view_change_build_ms;    /* the next view built ... */
+	uint64_t last_view_change_connect_ms;  /* ... of which its
+						  connections and keys */
 	uint64_t sends_lost;       /* the group stopped: own ordered sends
 				      the others do not deliver */
 	uint64_t sends_unknown;    /* ... and those it cannot tell (both
