@@ -762,6 +762,14 @@ static void map_region(struct ping *pg)
 	pg->ctl = pg->check + AREA;
 }
 
+static int close_ping(struct ping *pg)
+{
+	rdma_sq_destroy(pg->node);
+	munmap(pg->region, pg->region_len);
+	free(pg);
+	return 0;
+}
+
 /* FIN: nobody disconnects while a peer still works with it. */
 static int finish(struct ping *pg)
 {
@@ -778,10 +786,7 @@ static int finish(struct ping *pg)
 	wait_own(pg, "FIN sends");
 	printf("rdma_ping: member %u OK: %" PRIu64 " bytes received and verified\n",
 	       pg->o.id, pg->verified_bytes);
-	rdma_sq_destroy(pg->node);
-	munmap(pg->region, pg->region_len);
-	free(pg);
-	return 0;
+	return close_ping(pg);
 }
 
 /* --grants: what peer `id` may write here is its WRITE area. */
@@ -835,10 +840,7 @@ static int exchange_grants(struct ping *pg)
 	fflush(stdout);
 	nanosleep(&(struct timespec){ 3, 0 }, NULL);
 	printf("rdma_ping: member %u OK: grants only\n", pg->o.id);
-	rdma_sq_destroy(pg->node);
-	munmap(pg->region, pg->region_len);
-	free(pg);
-	return 0;
+	return close_ping(pg);
 }
 
 int main(int argc, char **argv)

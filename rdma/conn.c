@@ -127,11 +127,6 @@ static void drop_conn(struct rdma_sq_peer *p);
 
 #define AUTH_MSG_MAX RDMA_SQ_CTL_MSG_MAX
 
-static uint64_t auth_wr_id(const struct rdma_sq_peer *p, unsigned what)
-{
-	return RDMA_SQ_WR_AUTH << 56 | (uint64_t)what << 32 | p->id;
-}
-
 void rdma_sq_ctl_io_free(struct rdma_sq_ctl_io **io)
 {
 	if (!*io)
@@ -178,7 +173,7 @@ static int auth_setup(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	for (unsigned i = 0; i < n; i++) {
 		struct ibv_sge sg = { (uintptr_t)p->aio->recv[i], AUTH_MSG_MAX,
 				      p->aio->mr->lkey };
-		struct ibv_recv_wr wr = { .wr_id = auth_wr_id(p, i), .sg_list = &sg,
+		struct ibv_recv_wr wr = { .wr_id = rdma_sq_ctl_wr_id(p, i), .sg_list = &sg,
 					  .num_sge = 1 }, *bad;
 
 		ret = ibv_post_recv(p->qp, &wr, &bad);
@@ -234,7 +229,7 @@ static int auth_send(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	sg = (struct ibv_sge){ (uintptr_t)buf,
 			       (uint32_t)hl + (proof ? SQUALL_MAC_LEN : 0),
 			       p->aio->mr->lkey };
-	wr.wr_id = auth_wr_id(p, 2 + slot);
+	wr.wr_id = rdma_sq_ctl_wr_id(p, 2 + slot);
 	wr.sg_list = &sg;
 	wr.num_sge = 1;
 	wr.opcode = IBV_WR_SEND;
@@ -387,9 +382,7 @@ void rdma_sq_auth_wc(struct rdma_sq_node *node, const struct ibv_wc *wc)
 	}
 }
 
-/* Take the exchange's completions (none other is posted during
- * connect_all; any other goes to the stash for rdma_sq_poll). */
-static void auth_poll(struct rdma_sq_node *node)
+void rdma_sq_ctl_poll(struct rdma_sq_node *node)
 {
 	struct ibv_wc wc[8];
 	int n;
@@ -908,7 +901,7 @@ int rdma_sq_connect_all(struct rdma_sq_node *node, struct squall_error *err)
 		/* Key exchanges in progress: their completions come on the
 		 * completion queue, not the rdma_cm channel. */
 		if (node->has_key) {
-			auth_poll(node);
+			rdma_sq_ctl_poll(node);
 			if (wait > 2)
 				wait = 2;
 		}

@@ -204,6 +204,17 @@ void rdma_sq_auth_wc(struct rdma_sq_node *node, const struct ibv_wc *wc);
 #define RDMA_SQ_GRANT_RECV 4u
 #define RDMA_SQ_GRANT_SEND 5u
 void rdma_sq_grant_wc(struct rdma_sq_node *node, const struct ibv_wc *wc);
+/* The work request id of a control exchange's receive or send with p:
+ * the tag, what (above), p's id. */
+static inline uint64_t rdma_sq_ctl_wr_id(const struct rdma_sq_peer *p,
+					 unsigned what)
+{
+	return (uint64_t)RDMA_SQ_WR_AUTH << 56 | (uint64_t)what << 32 | p->id;
+}
+/* While connect_all or grant_all waits: take the control exchanges'
+ * completions (rdma_sq_auth_wc); any other goes to the stash for
+ * rdma_sq_poll (none is posted then). */
+void rdma_sq_ctl_poll(struct rdma_sq_node *node);
 /* Registered buffers of one control exchange with a peer, sent and
  * received over its QP (the key exchange takes two of each, the grants
  * one). */

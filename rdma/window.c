@@ -51,11 +51,6 @@ _Static_assert((int)RDMA_SQ_TARGET_SST_ROW == (int)WIRE_TARGET_SST_ROW &&
 #define GRANT_RECV RDMA_SQ_GRANT_RECV
 #define GRANT_SEND RDMA_SQ_GRANT_SEND
 
-static uint64_t grant_wr_id(const struct rdma_sq_peer *p, unsigned what)
-{
-	return (uint64_t)RDMA_SQ_WR_AUTH << 56 | (uint64_t)what << 32 | p->id;
-}
-
 /* Decide (once) and say which path this node's windows take. */
 static bool use_mw(struct rdma_sq_node *node)
 {
@@ -220,7 +215,7 @@ int rdma_sq_grant_setup(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 		return ret;
 	sg = (struct ibv_sge){ (uintptr_t)p->gio->recv[0], GRANT_MSG_MAX,
 			       p->gio->mr->lkey };
-	rwr.wr_id = grant_wr_id(p, GRANT_RECV);
+	rwr.wr_id = rdma_sq_ctl_wr_id(p, GRANT_RECV);
 	rwr.sg_list = &sg;
 	rwr.num_sge = 1;
 	ret = ibv_post_recv(p->qp, &rwr, &rbad);
@@ -273,7 +268,7 @@ static int grant_one(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 		return hl;
 	sg = (struct ibv_sge){ (uintptr_t)p->gio->send[0], (uint32_t)hl,
 			       p->gio->mr->lkey };
-	wr.wr_id = grant_wr_id(p, GRANT_SEND);
+	wr.wr_id = rdma_sq_ctl_wr_id(p, GRANT_SEND);
 	wr.sg_list = &sg;
 	wr.num_sge = 1;
 	wr.opcode = IBV_WR_SEND;
@@ -345,21 +340,6 @@ void rdma_sq_grant_wc(struct rdma_sq_node *node, const struct ibv_wc *wc)
 		grant_recv(node, p, wc->byte_len);
 }
 
-static void grant_poll(struct rdma_sq_node *node)
-{
-	struct ibv_wc wc[8];
-	int n;
-
-	while ((n = ibv_poll_cq(node->cq, 8, wc)) > 0)
-		for (int i = 0; i < n; i++) {
-			if (wc[i].wr_id >> 56 == RDMA_SQ_WR_AUTH)
-				rdma_sq_auth_wc(node, &wc[i]);
-			else if (node->stash_n < (int)(sizeof(node->stash) /
-						      sizeof(node->stash[0])))
-				node->stash[node->stash_n++] = wc[i];
-		}
-}
-
 int rdma_sq_grant_all(struct rdma_sq_node *node, rdma_sq_grant_fn fn,
 		      void *arg, uint32_t timeout_ms, struct squall_error *err)
 {
@@ -380,7 +360,7 @@ int rdma_sq_grant_all(struct rdma_sq_node *node, rdma_sq_grant_fn fn,
 					  e.msg);
 	}
 	do {
-		grant_poll(node);
+		rdma_sq_ctl_poll(node);
 		rdma_sq_cm_drain(node);
 		waiting = false;
 		for (uint32_t i = 0; i < node->npeers; i++) {
