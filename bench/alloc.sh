@@ -5,7 +5,8 @@
 # Every configuration (1 and 2 threads; fixed sizes 64 B .. 64 KiB and two
 # mixes) runs the three implementations one after the other, each in its
 # own process: glibc in build/bench/alloc, which does not link jemalloc,
-# jemalloc in build/bench/alloc_jemalloc. Each process prints the median
+# jemalloc in build/bench/alloc_jemalloc (one-thread runs pinned to one
+# CPU, below). Each process prints the median
 # over rounds of ns per step (one lease + one release, the thread's CPU
 # time) and Mops/s (steps per second of all threads, wall clock). Every
 # configuration runs REPEAT times (at least 5), the three implementations
@@ -32,11 +33,21 @@ for b in "$sq" "$je"; do
     fi
 done
 
+# One-thread runs are pinned to one CPU, the same for every
+# implementation: the CPUs of a shared machine need not run alike (on a
+# 2-CPU cloud machine, one ran every implementation's loop about 1.6x
+# slower than the other for minutes at a time), and a run that lands on
+# the slow one would otherwise decide a row.
+# ALLOC_BENCH_CPU chooses it; the default is the first CPU this process
+# may use. Runs of more threads use every CPU.
+cpu=${ALLOC_BENCH_CPU:-$(taskset -cp $$ | sed 's/.*: *//; s/[-,].*//')}
+
 # run IMPL THREADS LO HI -> "ns mops"
 run() {
-    local bin=$sq
+    local bin=$sq pin=()
     [ "$1" = jemalloc ] && bin=$je
-    "$bin" "$1" "$2" "$3" "$4" "$iters" "$rounds" |
+    [ "$2" = 1 ] && pin=(taskset -c "$cpu")
+    "${pin[@]}" "$bin" "$1" "$2" "$3" "$4" "$iters" "$rounds" |
         sed -n 's/.* ns=\([0-9.]*\) mops=\([0-9.]*\)$/\1 \2/p'
 }
 
