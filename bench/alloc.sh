@@ -5,10 +5,10 @@
 # Every configuration (1 and 2 threads; fixed sizes 64 B .. 64 KiB and two
 # mixes) runs the three implementations one after the other, each in its
 # own process: glibc in build/bench/alloc, which does not link jemalloc,
-# jemalloc in build/bench/alloc_jemalloc (one-thread runs pinned to one
-# CPU, below). Each process prints the median
-# over rounds of ns per step (one lease + one release, the thread's CPU
-# time) and Mops/s (steps per second of all threads, wall clock). Every
+# jemalloc in build/bench/alloc_jemalloc; one-thread runs of all three on
+# the same CPU (below). Each process prints the median over rounds of ns
+# per step (one lease + one release, the thread's CPU time) and Mops/s
+# (steps per second of all threads, wall clock). Every
 # configuration runs REPEAT times (at least 5), the three implementations
 # taking turns, and its figures are the medians of those runs. The
 # headline is 1 thread, 64 B-4 KiB, 64 live buffers; min_ratio_vs_jemalloc
