@@ -320,6 +320,20 @@ void group_on_suspect(struct sst *t, uint32_t rank, uint32_t by,
 
 /* ---- SMC set-up ----------------------------------------------------------- */
 
+/* The rings' seal for view `epoch` (smc/ring.h): a bijective mix of the
+ * epoch, so distinct views get distinct seals with unrelated bits. A
+ * view's rings are leased without being cleared: a header an earlier view
+ * left there decodes to its round XOR both seals, which is the round
+ * expected at that place only by a 64-bit coincidence. */
+static uint64_t rings_seal(uint64_t epoch)
+{
+	uint64_t x = epoch + 0x9e3779b97f4a7c15ull;
+
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+	x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+	return x ^ (x >> 31);
+}
+
 int group_smc_setup(struct group *g, struct squall_error *err)
 {
 	const uint8_t *rings[GROUP_CONFIG_MAX_MEMBERS];
@@ -339,6 +353,7 @@ int group_smc_setup(struct group *g, struct squall_error *err)
 				    .max_inflight = 2,
 				    .deliver = group_smc_deliver,
 				    .deliver_arg = g,
+				    .seal = rings_seal(g->vcfg.epoch),
 			    },
 			    &group_smc_ops, g, g->hdr.ptr, rings, &g->v.core);
 	if (r)

@@ -36,7 +36,14 @@
 #include "rdma/node.h"
 
 #define RESOLVE_TIMEOUT_MS 2000
+/* Backoff between active attempts, doubling from the first: members of
+ * a group's first view start by hand or by a launcher, seconds apart; in
+ * a later view (epoch > 0) every peer is a running process between its
+ * old view's teardown and its new listener, milliseconds away, and a
+ * first retry 100 ms out was most of a view change's connecting (bench
+ * membership). The n-th retry waits min << n (capped). */
 #define RETRY_MIN_MS 50
+#define RETRY_VIEW_MIN_MS 5
 #define RETRY_MAX_MS 500
 
 /* What a handler needs of an event, valid after the ack. */
@@ -438,7 +445,8 @@ static void retry_later(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 static void retry_later(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 			const char *fmt, ...)
 {
-	unsigned delay = RETRY_MIN_MS << (p->attempts < 4 ? p->attempts : 4);
+	unsigned delay = (node->epoch ? RETRY_VIEW_MIN_MS : RETRY_MIN_MS)
+			 << (p->attempts < 7 ? p->attempts : 7);
 	va_list ap;
 
 	va_start(ap, fmt);

@@ -112,11 +112,12 @@ int smc_core_create(const struct smc_core_params *p,
 		smc_flow_fini(&c->flow);
 		goto nomem;
 	}
-	smc_ring_tx_init(&c->tx, &c->g, hdr_area, c->tx_slots);
+	smc_ring_tx_init(&c->tx, &c->g, hdr_area, c->tx_slots, p->seal);
 	for (uint32_t s = 0; s < n; s++)
 		if (s != p->me)
 			smc_ring_rx_init(&c->rx[s], &c->g, rings[s],
-					 c->rx_rel + (size_t)s * p->window);
+					 c->rx_rel + (size_t)s * p->window,
+					 p->seal);
 	pthread_mutex_init(&c->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

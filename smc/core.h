@@ -73,6 +73,10 @@ struct smc_core_params {
 				  are left for the next run (>= 1) */
 	smc_deliver_fn deliver;
 	void *deliver_arg;
+	/* Every member's rings' seal (smc/ring.h): the same on every member
+	 * of one use of the rings, another for the next use of their
+	 * memory. */
+	uint64_t seal;
 };
 
 /* Create a core. hdr_area: smc_core_hdr_area_size(window) bytes of

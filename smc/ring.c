@@ -31,10 +31,12 @@ int smc_ring_geom_init(struct smc_ring_geom *g, uint32_t window,
 }
 
 void smc_ring_tx_init(struct smc_ring_tx *tx, const struct smc_ring_geom *g,
-		      uint8_t *hdr_area, struct smc_tx_slot *slots)
+		      uint8_t *hdr_area, struct smc_tx_slot *slots,
+		      uint64_t seal)
 {
 	memset(tx, 0, sizeof(*tx));
 	tx->g = *g;
+	tx->seal = seal;
 	tx->hdr_area = hdr_area;
 	tx->slots = slots;
 	memset(hdr_area, 0, (size_t)g->window * SMC_HDR_CELL);
@@ -88,7 +90,7 @@ int64_t smc_ring_tx_reserve(struct smc_ring_tx *tx, const void *payload,
 	    .cookie = cookie,
 	};
 	smc_rec_hdr_encode(tx_hdr_cell(tx, rec) + SMC_HDR_CELL_PAD,
-			   tx->next_round, len, nrounds, flags);
+			   tx->next_round ^ tx->seal, len, nrounds, flags);
 	tx->next_round += nrounds;
 	tx->head_v = end;
 	return (int64_t)rec;
@@ -182,10 +184,11 @@ void smc_ring_tx_set_released(struct smc_ring_tx *tx, uint64_t released)
 }
 
 void smc_ring_rx_init(struct smc_ring_rx *rx, const struct smc_ring_geom *g,
-		      const uint8_t *base, uint8_t *released)
+		      const uint8_t *base, uint8_t *released, uint64_t seal)
 {
 	memset(rx, 0, sizeof(*rx));
 	rx->g = *g;
+	rx->seal = seal;
 	rx->base = base;
 	rx->released = released;
 	memset(released, 0, g->window);
@@ -212,6 +215,7 @@ int smc_ring_rx_accept(struct smc_ring_rx *rx, uint32_t imm,
 		v = smc_ring_place(&rx->g, v);
 		p = rx->base + v % rx->g.cap;
 		smc_rec_hdr_decode(p, &h);
+		h.round ^= rx->seal;
 		if (h.round != round || h.nrounds == 0 ||
 		    h.len > rx->g.max_payload ||
 		    (h.flags & ~(SMC_REC_NULL | SMC_REC_KIND_MASK)) != 0 ||

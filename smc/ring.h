@@ -42,6 +42,15 @@
  * whose round is not the expected one is a protocol error (-EPROTO), never
  * a "not yet".
  *
+ * The seal: the round goes into the header XORed with a 64-bit seal that
+ * both sides share and that changes from one use of the ring memory to the
+ * next (the group derives it from the view's epoch). A ring is not cleared
+ * before it is used: what an earlier view (or anything else) left in the
+ * memory decodes, under this view's seal, to a round no sender of this
+ * view wrote there, so a run whose bytes went elsewhere (a write the
+ * sender misdirected) still fails the check instead of passing on stale
+ * records that happen to sit at the expected offset.
+ *
  * Wrap-around: a record never straddles the end of the ring. Both sides
  * apply one deterministic rule that does not depend on the next record's
  * length (which the receiver cannot know in advance): when fewer than
@@ -225,6 +234,7 @@ struct smc_ring_tx {
 	uint64_t head_v;	   /* virtual end of the last reserved record */
 	uint64_t posted_rec;	   /* records handed to write plans */
 	uint64_t released_rec;	   /* records released by every receiver */
+	uint64_t seal;		   /* XORed into every header's round */
 };
 
 /* One piece of a write's scatter/gather list. */
@@ -253,9 +263,11 @@ struct smc_write {
 };
 
 /* Set up a sender ring. hdr_area: window * SMC_HDR_CELL bytes of registered
- * memory owned by the caller; slots: window entries owned by the caller. */
+ * memory owned by the caller; slots: window entries owned by the caller;
+ * seal: the receivers' (see the top of this file). */
 void smc_ring_tx_init(struct smc_ring_tx *tx, const struct smc_ring_geom *g,
-		      uint8_t *hdr_area, struct smc_tx_slot *slots);
+		      uint8_t *hdr_area, struct smc_tx_slot *slots,
+		      uint64_t seal);
 
 /* Reserve the next record: a message (payload, len, nrounds 1, flags 0) or
  * a null record (payload NULL, len 0, nrounds >= 1, SMC_REC_NULL). Fills its
@@ -312,11 +324,13 @@ struct smc_ring_rx {
 	uint64_t v;	       /* virtual offset where the next record goes */
 	uint64_t released_rec; /* prefix of released records: published too */
 	uint8_t *released;     /* window flags, index rec % window */
+	uint64_t seal;	       /* the sender's */
 };
 
-/* Set up a receiver ring over base (cap bytes); released: window bytes. */
+/* Set up a receiver ring over base (cap bytes, whatever they hold);
+ * released: window bytes; seal: the sender's. */
 void smc_ring_rx_init(struct smc_ring_rx *rx, const struct smc_ring_geom *g,
-		      const uint8_t *base, uint8_t *released);
+		      const uint8_t *base, uint8_t *released, uint64_t seal);
 
 /* A write with immediate `imm` from this ring's sender has completed: parse
  * its records into out[] (room for at least smc_imm_nrec(imm) entries) and

@@ -248,6 +248,7 @@ static void sim_init(struct sim *sim, uint32_t n, uint32_t window,
 		    .max_inflight = inflight,
 		    .deliver = sim_deliver,
 		    .deliver_arg = m,
+		    .seal = 0x5eed0000c0ffeeull,
 		};
 		struct smc_ring_geom g;
 

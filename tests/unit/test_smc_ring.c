@@ -32,7 +32,9 @@ struct pair {
 	uint8_t *rel;
 };
 
-static void pair_init(struct pair *p, uint32_t window, uint32_t max_payload)
+/* A pair whose two sides use seal (the same on both). */
+static void pair_init_sealed(struct pair *p, uint32_t window,
+			     uint32_t max_payload, uint64_t seal)
 {
 	assert_int_equal(smc_ring_geom_init(&p->g, window, max_payload), 0);
 	p->hdr = malloc((size_t)window * SMC_HDR_CELL);
@@ -45,8 +47,21 @@ static void pair_init(struct pair *p, uint32_t window, uint32_t max_payload)
 	assert_non_null(p->rel);
 	/* Garbage everywhere: nothing may depend on zeroed memory. */
 	memset(p->ring, 0xa5, p->g.cap);
-	smc_ring_tx_init(&p->tx, &p->g, p->hdr, p->slots);
-	smc_ring_rx_init(&p->rx, &p->g, p->ring, p->rel);
+	smc_ring_tx_init(&p->tx, &p->g, p->hdr, p->slots, seal);
+	smc_ring_rx_init(&p->rx, &p->g, p->ring, p->rel, seal);
+}
+
+static void pair_init(struct pair *p, uint32_t window, uint32_t max_payload)
+{
+	pair_init_sealed(p, window, max_payload, 0);
+}
+
+/* Both sides start again over the same ring memory, which still holds
+ * what the last use wrote (a new view's rings, not cleared). */
+static void pair_restart(struct pair *p, uint64_t seal)
+{
+	smc_ring_tx_init(&p->tx, &p->g, p->hdr, p->slots, seal);
+	smc_ring_rx_init(&p->rx, &p->g, p->ring, p->rel, seal);
 }
 
 static void pair_fini(struct pair *p)
@@ -334,6 +349,54 @@ static void test_rx_protocol_errors(void **state)
 	pair_fini(&p);
 }
 
+/* A ring is not cleared between uses: the records the last use left sit
+ * exactly where this use's first records go. A run whose bytes never
+ * arrived (a misdirected write) must not pass on them, whatever they are.
+ * Under the same seal it would (shown first: the hole the seal closes);
+ * under the next use's seal the stale headers are refused. */
+static void test_seal_refuses_stale_records(void **state)
+{
+	uint8_t a[24], b[40];
+	struct smc_rx_rec out[4];
+	struct smc_write w;
+	struct pair p;
+
+	(void)state;
+	memset(a, 'a', sizeof(a));
+	memset(b, 'b', sizeof(b));
+	pair_init_sealed(&p, 8, 64, 0x9e3779b97f4a7c15ull);
+	assert_int_equal(smc_ring_tx_reserve(&p.tx, a, 24, 1, 0, NULL), 0);
+	assert_int_equal(smc_ring_tx_reserve(&p.tx, b, 40, 1, 0, NULL), 1);
+	assert_true(smc_ring_tx_plan(&p.tx, 32, &w));
+	place(&p, &w);
+	assert_int_equal(smc_ring_rx_accept(&p.rx, w.imm, out, 4), 2);
+	/* The header in the ring is not the bare round. */
+	assert_int_not_equal(((const uint64_t *)p.ring)[0], 0);
+
+	/* Same seal again: the same two records, whose write went astray,
+	 * are "found" in the stale bytes. */
+	pair_restart(&p, 0x9e3779b97f4a7c15ull);
+	assert_int_equal(smc_ring_tx_reserve(&p.tx, b, 24, 1, 0, NULL), 0);
+	assert_int_equal(smc_ring_tx_reserve(&p.tx, a, 40, 1, 0, NULL), 1);
+	assert_true(smc_ring_tx_plan(&p.tx, 32, &w));
+	assert_int_equal(smc_ring_rx_accept(&p.rx, w.imm, out, 4), 2);
+	assert_memory_equal(out[0].data, a, 24);
+
+	/* The next use's seal: refused, the ring state unchanged. */
+	pair_restart(&p, 0x9e3779b97f4a7c16ull);
+	assert_int_equal(smc_ring_tx_reserve(&p.tx, b, 24, 1, 0, NULL), 0);
+	assert_int_equal(smc_ring_tx_reserve(&p.tx, a, 40, 1, 0, NULL), 1);
+	assert_true(smc_ring_tx_plan(&p.tx, 32, &w));
+	assert_int_equal(smc_ring_rx_accept(&p.rx, w.imm, out, 4), -EPROTO);
+	assert_int_equal(p.rx.next_rec, 0);
+	/* Once the write lands, the same run is whole. */
+	place(&p, &w);
+	assert_int_equal(smc_ring_rx_accept(&p.rx, w.imm, out, 4), 2);
+	assert_memory_equal(out[0].data, b, 24);
+	assert_memory_equal(out[1].data, a, 40);
+	pair_fini(&p);
+}
+
 static void test_rx_release_prefix(void **state)
 {
 	struct pair p;
@@ -496,6 +559,7 @@ int main(void)
 	    cmocka_unit_test(test_wrap_rule),
 	    cmocka_unit_test(test_run_ends_at_ring_end),
 	    cmocka_unit_test(test_rx_protocol_errors),
+	    cmocka_unit_test(test_seal_refuses_stale_records),
 	    cmocka_unit_test(test_rx_release_prefix),
 	    cmocka_unit_test(test_many_laps),
 	    cmocka_unit_test(test_flow),
