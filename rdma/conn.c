@@ -369,6 +369,11 @@ void rdma_sq_auth_wc(struct rdma_sq_node *node, const struct ibv_wc *wc)
 		return;
 	}
 	p = rdma_sq_peer_by_id(node, id);
+	if (what == RDMA_SQ_DRAIN_SEND) {
+		if (p && p->qp_num == wc->qp_num)
+			p->drain_marked = false;
+		return;
+	}
 	if (!p || !p->aio || p->qp_num != wc->qp_num)
 		return; /* a connection since dropped */
 	if (wc->status != IBV_WC_SUCCESS) {

@@ -147,16 +147,50 @@ static uint64_t drain_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
+/* rdma_sq_drain's marker behind p's last request: an empty signaled SEND,
+ * flushed like every request before it. 0, or the post's error (a device
+ * that takes no request in the error state, a full send queue). */
+static int post_marker(struct rdma_sq_peer *p)
+{
+	struct ibv_send_wr wr = {
+		.wr_id = rdma_sq_ctl_wr_id(p, RDMA_SQ_DRAIN_SEND),
+		.opcode = IBV_WR_SEND,
+		.send_flags = IBV_SEND_SIGNALED,
+	};
+	struct ibv_send_wr *bad;
+
+	return ibv_post_send(p->qp, &wr, &bad);
+}
+
+/* Every marker's completion came (rdma_sq_auth_wc took it). */
+static bool markers_in(const struct rdma_sq_node *node)
+{
+	for (uint32_t i = 0; i < node->npeers; i++)
+		if (node->peers[i].drain_marked)
+			return false;
+	return true;
+}
+
 int rdma_sq_drain(struct rdma_sq_node *node, int timeout_ms,
 		  void (*fn)(void *arg, const struct rdma_sq_wc *wc), void *arg)
 {
 	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
 	uint64_t start = drain_now_ms(), quiet = start;
+	bool marked = true;
 	int total = 0;
 
-	for (uint32_t i = 0; i < node->npeers; i++)
-		if (node->peers[i].qp)
-			ibv_modify_qp(node->peers[i].qp, &qa, IBV_QP_STATE);
+	for (uint32_t i = 0; i < node->npeers; i++) {
+		struct rdma_sq_peer *p = &node->peers[i];
+
+		p->drain_marked = false;
+		if (!p->qp)
+			continue;
+		ibv_modify_qp(p->qp, &qa, IBV_QP_STATE);
+		if (post_marker(p))
+			marked = false;
+		else
+			p->drain_marked = true;
+	}
 	for (;;) {
 		struct rdma_sq_wc wc[32];
 		int n = rdma_sq_poll(node, wc, 32);
@@ -170,10 +204,13 @@ int rdma_sq_drain(struct rdma_sq_node *node, int timeout_ms,
 		now = drain_now_ms();
 		if (n)
 			quiet = now;
-		else if (now - quiet >= 20 || now - start >= (uint64_t)timeout_ms)
+		if (marked && markers_in(node))
 			break;
-		else
-			nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
+		if (n)
+			continue;
+		if (now - quiet >= 20 || now - start >= (uint64_t)timeout_ms)
+			break;
+		nanosleep(&(struct timespec){ 0, 1000000 }, NULL);
 	}
 	return total;
 }

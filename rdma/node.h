@@ -73,6 +73,8 @@ struct rdma_sq_peer {
 	/* What the peer granted this member (window.c). */
 	struct rdma_sq_ctl_io *gio;   /* buffers of the grant exchange */
 	bool granted;                 /* its GRANT arrived */
+	bool drain_marked;            /* rdma_sq_drain's marker posted, its
+					 completion not yet taken */
 	struct { uint64_t addr, len; uint32_t rkey; bool set; }
 		grant[RDMA_SQ_TARGET_COUNT];
 };
@@ -203,6 +205,9 @@ void rdma_sq_auth_wc(struct rdma_sq_node *node, const struct ibv_wc *wc);
  * arrive while this member still connects to others. */
 #define RDMA_SQ_GRANT_RECV 4u
 #define RDMA_SQ_GRANT_SEND 5u
+/* ... and rdma_sq_drain's marker (cq.c), whose completion clears the
+ * peer's drain_marked. */
+#define RDMA_SQ_DRAIN_SEND 6u
 void rdma_sq_grant_wc(struct rdma_sq_node *node, const struct ibv_wc *wc);
 /* The work request id of a control exchange's receive or send with p:
  * the tag, what (above), p's id. */

@@ -340,10 +340,15 @@ int rdma_sq_poll(struct rdma_sq_node *node, struct rdma_sq_wc *out, int max);
 
 /* Before rdma_sq_destroy: move every queue pair to the error state, so
  * that every request still posted completes (flushed), and hand each
- * completion to fn until none came for 20 ms or timeout_ms passed: the
- * buffers those requests held can then be given back instead of leaking
- * with the node. Returns how many completions fn got, or a negative
- * errno when the completion queue fails. Nothing may post meanwhile. */
+ * completion to fn: the buffers those requests held can then be given
+ * back instead of leaking with the node. Behind the last request of each
+ * queue pair goes a marker of the node's own (a signaled empty SEND, not
+ * handed to fn), and the drain ends when every marker's completion came
+ * (send completions come in order, so every request before it came too);
+ * when a marker could not be posted, once none came for 20 ms; at the
+ * latest after timeout_ms. Returns how many completions fn got, or a
+ * negative errno when the completion queue fails. Nothing may post
+ * meanwhile. */
 int rdma_sq_drain(struct rdma_sq_node *node, int timeout_ms,
 		  void (*fn)(void *arg, const struct rdma_sq_wc *wc), void *arg);
 
