@@ -356,7 +356,7 @@ static void test_rx_protocol_errors(void **state)
  * under the next use's seal the stale headers are refused. */
 static void test_seal_refuses_stale_records(void **state)
 {
-	uint8_t a[24], b[40];
+	uint8_t a[40], b[40];
 	struct smc_rx_rec out[4];
 	struct smc_write w;
 	struct pair p;
