@@ -32,6 +32,14 @@ struct pair {
 	uint8_t *rel;
 };
 
+/* Both sides start (again) over the pair's ring memory, whatever it holds
+ * (a new view's rings, not cleared), both with seal. */
+static void pair_restart(struct pair *p, uint64_t seal)
+{
+	smc_ring_tx_init(&p->tx, &p->g, p->hdr, p->slots, seal);
+	smc_ring_rx_init(&p->rx, &p->g, p->ring, p->rel, seal);
+}
+
 /* A pair whose two sides use seal (the same on both). */
 static void pair_init_sealed(struct pair *p, uint32_t window,
 			     uint32_t max_payload, uint64_t seal)
@@ -47,21 +55,12 @@ static void pair_init_sealed(struct pair *p, uint32_t window,
 	assert_non_null(p->rel);
 	/* Garbage everywhere: nothing may depend on zeroed memory. */
 	memset(p->ring, 0xa5, p->g.cap);
-	smc_ring_tx_init(&p->tx, &p->g, p->hdr, p->slots, seal);
-	smc_ring_rx_init(&p->rx, &p->g, p->ring, p->rel, seal);
+	pair_restart(p, seal);
 }
 
 static void pair_init(struct pair *p, uint32_t window, uint32_t max_payload)
 {
 	pair_init_sealed(p, window, max_payload, 0);
-}
-
-/* Both sides start again over the same ring memory, which still holds
- * what the last use wrote (a new view's rings, not cleared). */
-static void pair_restart(struct pair *p, uint64_t seal)
-{
-	smc_ring_tx_init(&p->tx, &p->g, p->hdr, p->slots, seal);
-	smc_ring_rx_init(&p->rx, &p->g, p->ring, p->rel, seal);
 }
 
 static void pair_fini(struct pair *p)
@@ -349,6 +348,17 @@ static void test_rx_protocol_errors(void **state)
 	pair_fini(&p);
 }
 
+/* Start the pair again under seal and plan one run of two records, x's
+ * first 24 bytes and y's 40, without placing it. */
+static void restart_two(struct pair *p, uint64_t seal, const uint8_t *x,
+			const uint8_t *y, struct smc_write *w)
+{
+	pair_restart(p, seal);
+	assert_int_equal(smc_ring_tx_reserve(&p->tx, x, 24, 1, 0, NULL), 0);
+	assert_int_equal(smc_ring_tx_reserve(&p->tx, y, 40, 1, 0, NULL), 1);
+	assert_true(smc_ring_tx_plan(&p->tx, 32, w));
+}
+
 /* A ring is not cleared between uses: the records the last use left sit
  * exactly where this use's first records go. A run whose bytes never
  * arrived (a misdirected write) must not pass on them, whatever they are.
@@ -365,9 +375,7 @@ static void test_seal_refuses_stale_records(void **state)
 	memset(a, 'a', sizeof(a));
 	memset(b, 'b', sizeof(b));
 	pair_init_sealed(&p, 8, 64, 0x9e3779b97f4a7c15ull);
-	assert_int_equal(smc_ring_tx_reserve(&p.tx, a, 24, 1, 0, NULL), 0);
-	assert_int_equal(smc_ring_tx_reserve(&p.tx, b, 40, 1, 0, NULL), 1);
-	assert_true(smc_ring_tx_plan(&p.tx, 32, &w));
+	restart_two(&p, 0x9e3779b97f4a7c15ull, a, b, &w);
 	place(&p, &w);
 	assert_int_equal(smc_ring_rx_accept(&p.rx, w.imm, out, 4), 2);
 	/* The header in the ring is not the bare round. */
@@ -375,18 +383,12 @@ static void test_seal_refuses_stale_records(void **state)
 
 	/* Same seal again: the same two records, whose write went astray,
 	 * are "found" in the stale bytes. */
-	pair_restart(&p, 0x9e3779b97f4a7c15ull);
-	assert_int_equal(smc_ring_tx_reserve(&p.tx, b, 24, 1, 0, NULL), 0);
-	assert_int_equal(smc_ring_tx_reserve(&p.tx, a, 40, 1, 0, NULL), 1);
-	assert_true(smc_ring_tx_plan(&p.tx, 32, &w));
+	restart_two(&p, 0x9e3779b97f4a7c15ull, b, a, &w);
 	assert_int_equal(smc_ring_rx_accept(&p.rx, w.imm, out, 4), 2);
 	assert_memory_equal(out[0].data, a, 24);
 
 	/* The next use's seal: refused, the ring state unchanged. */
-	pair_restart(&p, 0x9e3779b97f4a7c16ull);
-	assert_int_equal(smc_ring_tx_reserve(&p.tx, b, 24, 1, 0, NULL), 0);
-	assert_int_equal(smc_ring_tx_reserve(&p.tx, a, 40, 1, 0, NULL), 1);
-	assert_true(smc_ring_tx_plan(&p.tx, 32, &w));
+	restart_two(&p, 0x9e3779b97f4a7c16ull, b, a, &w);
 	assert_int_equal(smc_ring_rx_accept(&p.rx, w.imm, out, 4), -EPROTO);
 	assert_int_equal(p.rx.next_rec, 0);
 	/* Once the write lands, the same run is whole. */
