@@ -94,18 +94,30 @@ static int start_rdma(struct group *g, struct squall_error *err)
 		.max_recv_wr = GROUP_RECV_DEPTH + 16,
 		.max_sge = 16,
 		.peer_windows = g->cfg.peer_access == 0,
+		.listener = g->listener,
 	};
 	uint64_t t = group_now_ms();
 	int r;
+
+	/* The node takes the kept listener over, whatever happens. */
+	g->listener = NULL;
+	for (uint32_t i = 0; i < g->vcfg.nmembers; i++) {
+		int c = group_config_member_index(&g->cfg,
+						  g->vcfg.members[i].id);
+
+		if (c >= 0 && (g->kept_listeners >> c & 1))
+			ro.listening |= 1ull << i;
+	}
 
 	r = group_transport_create(&g->vcfg, g->my_id, g->base, g->len, &ro,
 				   &g->v.node, err);
 	if (!r)
 		r = rdma_sq_connect_all(g->v.node, err);
 	/* In a later view a survivor that did not come back within
-	 * group.view_timeout_ms is a failure like any other: the SST
-	 * suspects it from the start and the next view change drops it. */
-	if (r == -ETIMEDOUT && g->vcfg.epoch)
+	 * group.view_timeout_ms, or whose listener is gone (its process
+	 * is), is a failure like any other: the SST suspects it from the
+	 * start and the next view change drops it. */
+	if ((r == -ETIMEDOUT || r == -EHOSTDOWN) && g->vcfg.epoch)
 		r = 0;
 	/* A peer whose grants do not come is failed: like a survivor that
 	 * did not come back. */
@@ -267,8 +279,11 @@ static void keep_timing(struct group *g, bool sst)
 			atomic_fetch_add(&g->st_old_timing[i], t[i]);
 }
 
-void group_epoch_teardown(struct group *g)
+int group_epoch_teardown(struct group *g, bool keep_listener,
+			 struct squall_error *err)
 {
+	int r = 0;
+
 	group_assert_swap(g);
 	atomic_store(&g->ready, false);
 	keep_timing(g, true);
@@ -276,6 +291,11 @@ void group_epoch_teardown(struct group *g)
 	g->v.t = NULL;
 	/* sst_destroy joined the progress thread. */
 	atomic_store(&g->v.progress_on, false);
+	/* Nothing polls the node now: its listener moves out of it, and
+	 * requests for the next view wait there instead of being refused
+	 * by this one. */
+	if (g->v.node && keep_listener)
+		r = rdma_sq_listener_keep(g->v.node, &g->listener, err);
 	if (g->v.node)
 		group_drain(g);
 	if (g->v.grant)
@@ -323,4 +343,5 @@ void group_epoch_teardown(struct group *g)
 	g->v.cur_rings = NULL;
 	sst_layout_destroy(g->v.layout);
 	g->v.layout = NULL;
+	return r;
 }

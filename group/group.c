@@ -84,6 +84,7 @@ static void group_free(struct group *g)
 	free(g->row_recv);
 	free(g->row_rel);
 	free(g->v.done);
+	rdma_sq_listener_free(g->listener);
 	pthread_rwlock_destroy(&g->epoch_lock.l);
 	pthread_cond_destroy(&g->vcond);
 	pthread_mutex_destroy(&g->lock.m);
@@ -96,7 +97,7 @@ static void teardown(struct group *g)
 {
 	group_stats_stop(g, false);
 	group_view_stop(g);
-	group_epoch_teardown(g);
+	group_epoch_teardown(g, false, NULL);
 	group_free(g);
 }
 

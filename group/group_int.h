@@ -345,6 +345,14 @@ struct group {
 	struct group_config vcfg;
 	uint64_t seq_base;
 	struct group_epoch v;
+	/* Between two views (the view thread's, like g->v): this member's
+	 * listener, kept from the last view's node for the next one's, and
+	 * which members of the view being built kept theirs too (.cfg
+	 * bits: the last view's survivors; 0 in a first view). A member
+	 * that kept its listener and has none is gone (rdma_sq_options
+	 * .listening). */
+	struct rdma_sq_listener *listener;
+	uint64_t kept_listeners;
 
 	/* The progress thread's scratch, allocated once for the .cfg's
 	 * members: the SMC counters read from the SST (n x n), my row (n). */
@@ -685,7 +693,11 @@ void group_call_view(struct group *g);
 /* epoch.c: one view's parts (g->v), built for the view in g->vcfg and
  * torn down at its end. */
 int group_epoch_build(struct group *g, struct squall_error *err);
-void group_epoch_teardown(struct group *g);
+/* keep_listener: the member goes on to another view, and its listener
+ * with it (g->listener); returns -errno with err when it cannot be kept,
+ * 0 otherwise. */
+int group_epoch_teardown(struct group *g, bool keep_listener,
+			 struct squall_error *err);
 
 /* send.c: a message of an ended view sent again (view thread). */
 int group_resend(struct group *g, struct group_resend *rs,

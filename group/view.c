@@ -376,14 +376,18 @@ static void install(struct group *g)
 	}
 	group_epoch_wrlock(g);
 	atomic_store(&g->installing, true);
-	group_epoch_teardown(g);
+	r = group_epoch_teardown(g, true, &err);
 	t1 = group_now_ms();
 	squall_hook("installing");
 	group_lock(g);
 	g->vcfg = nv;
 	g->seq_base += end;
 	group_unlock(g);
-	r = group_epoch_build(g, &err);
+	/* The survivors kept their listeners: nothing listening at one's
+	 * address in the next view means it is gone. Joiners start theirs. */
+	g->kept_listeners = keep;
+	if (!r)
+		r = group_epoch_build(g, &err);
 	t2 = group_now_ms();
 	if (r) {
 		group_fail(g, r, "installing view %" PRIu64 " failed: %s",

@@ -75,14 +75,14 @@ static void my_target(const struct rdma_sq_node *node, struct wire_target *t)
 	};
 }
 
-/* My hello with `nonce` (0 without a group key). */
-static void my_hello(const struct rdma_sq_node *node, uint64_t nonce,
-		     uint8_t *buf)
+/* My hello with `nonce` (0 without a group key) and `flags`. */
+static void hello_with(const struct rdma_sq_node *node, uint64_t nonce,
+		       uint32_t flags, uint8_t *buf)
 {
 	struct wire_target t = { 0 };
 	struct rdma_sq_hello h;
 
-	if (!node->has_key)
+	if (!node->has_key && !(flags & RDMA_SQ_HELLO_BUSY))
 		my_target(node, &t);
 	h = (struct rdma_sq_hello){
 		.major = node->opt.wire_major,
@@ -93,8 +93,23 @@ static void my_hello(const struct rdma_sq_node *node, uint64_t nonce,
 		.len = t.len,
 		.cfg_fp = node->cookie,
 		.nonce = nonce,
+		.flags = flags,
 	};
 	rdma_sq_hello_encode(&h, buf);
+}
+
+static void my_hello(const struct rdma_sq_node *node, uint64_t nonce,
+		     uint8_t *buf)
+{
+	hello_with(node, nonce, 0, buf);
+}
+
+/* A refusal's hello that says "alive, ask again" (RDMA_SQ_HELLO_BUSY):
+ * no region target, whoever asked. */
+static void busy_hello(const struct rdma_sq_node *node, uint8_t *buf)
+{
+	hello_with(node, node->has_key ? squall_auth_nonce() : 0,
+		   RDMA_SQ_HELLO_BUSY, buf);
 }
 
 /* Both sides have a group key, or neither. */
@@ -577,12 +592,29 @@ static int on_request(struct rdma_sq_node *node, const struct cm_event *ev,
 	uint8_t hello[RDMA_SQ_WIRE_LEN];
 	int ret;
 
-	if (!p || p->active || p->state == PEER_UP || p->state == PEER_DEAD) {
-		rdma_sq_log(node, RDMA_SQ_LOG_ERROR,
-			"refusing a connection request (%s)",
-			!ev->has_hello ? "not a squall hello" :
-			!p ? "unknown member id" : "unexpected member");
+	if (!ev->has_hello) {
+		rdma_sq_log(node, RDMA_SQ_LOG_ERROR, "refusing a connection "
+			    "request (not a squall hello)");
 		rdma_reject(ev->id, NULL, 0);
+		rdma_destroy_id(ev->id);
+		return 0;
+	}
+	if (!p || p->active || p->state == PEER_UP || p->state == PEER_DEAD) {
+		/* A member of the group, or one that says so, that this node
+		 * cannot take now: not in this view (yet), or the side that
+		 * connects (a higher member asking whether this one still
+		 * listens: start_probe), or one whose last connection is
+		 * still up or failed here (this member has not reached the
+		 * asker's view). The refusal says this member is alive. */
+		rdma_sq_log(node, p && p->active ? RDMA_SQ_LOG_DEBUG :
+			    RDMA_SQ_LOG_INFO, "refusing a connection request "
+			    "from member %u for now (%s)", ev->hello.member_id,
+			    !p ? "not in this view" : p->active ?
+			    "it asks whether this member listens" :
+			    p->state == PEER_UP ? "its last connection is up" :
+			    "failed in this view");
+		busy_hello(node, hello);
+		rdma_reject(ev->id, hello, RDMA_SQ_WIRE_LEN);
 		rdma_destroy_id(ev->id);
 		return 0;
 	}
@@ -623,11 +655,115 @@ static int on_request(struct rdma_sq_node *node, const struct cm_event *ev,
 	return 0;
 }
 
+/* A refusal without a squall hello, with the status of a request nothing
+ * listens for: the IB CM's "invalid service id" (8) where no one listens
+ * on the port, or a consumer reject (28) where rdma_cm listens on the
+ * port for other addresses (members sharing the device) but not for this
+ * one. A live squall member answers with its hello (busy_hello). */
+static bool no_listener(int status)
+{
+	return status == 8 || status == 28;
+}
+
+/* A peer that kept its listener (opt.listening) has none: its process is
+ * gone (or closed its group). Failed, and connect_all waits no more. */
+static void peer_gone(struct rdma_sq_node *node, struct rdma_sq_peer *p)
+{
+	if (p->probe)
+		rdma_destroy_id(p->probe);
+	p->probe = NULL;
+	p->gone = true;
+	rdma_sq_peer_fail(node, p, "%s is gone: nothing listens at its "
+			  "address any more, where it kept listening from its "
+			  "last view", p->who);
+}
+
+/* ---- probes: does a lower peer that kept its listener still listen? ---- */
+
+static void probe_later(struct rdma_sq_peer *p)
+{
+	unsigned shift = p->probes < 7 ? p->probes : 7;
+	unsigned delay = RETRY_VIEW_MIN_MS << shift;
+
+	if (p->probe)
+		rdma_destroy_id(p->probe);
+	p->probe = NULL;
+	p->probes++;
+	p->probe_at_ms = rdma_sq_now_ms() +
+			 (delay > RETRY_MAX_MS ? RETRY_MAX_MS : delay);
+}
+
+/* Ask p, which connects to this member, whether it still listens: a
+ * connection request carrying this member's hello, which a live p
+ * refuses with its own (busy_hello: it is the side that connects); a
+ * refusal without one, for an address nothing listens at, says it is
+ * gone. */
+static void start_probe(struct rdma_sq_node *node, struct rdma_sq_peer *p)
+{
+	struct sockaddr_in dst = { .sin_family = AF_INET };
+	struct sockaddr_in src = node->my_addr;
+
+	src.sin_port = 0;
+	dst.sin_port = htons(p->m->port);
+	if (inet_pton(AF_INET, p->m->address, &dst.sin_addr) != 1 ||
+	    rdma_create_id(node->ech, &p->probe, p, RDMA_PS_TCP)) {
+		p->probe = NULL;
+		probe_later(p);
+		return;
+	}
+	if (rdma_resolve_addr(p->probe, (struct sockaddr *)&src,
+			      (struct sockaddr *)&dst, RESOLVE_TIMEOUT_MS))
+		probe_later(p);
+}
+
+static void on_probe_event(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+			   const struct cm_event *ev)
+{
+	struct rdma_conn_param cp = { 0 };
+	uint8_t hello[RDMA_SQ_WIRE_LEN];
+
+	switch (ev->type) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (rdma_resolve_route(p->probe, RESOLVE_TIMEOUT_MS))
+			probe_later(p);
+		return;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		my_hello(node, 0, hello);
+		cp.private_data = hello;
+		cp.private_data_len = RDMA_SQ_WIRE_LEN;
+		cp.retry_count = node->opt.retry_count;
+		if (rdma_connect(p->probe, &cp))
+			probe_later(p);
+		return;
+	case RDMA_CM_EVENT_REJECTED:
+		/* A refusal with its hello: alive. Its own request may be on
+		 * the way meanwhile: gone only while none came. */
+		if (!ev->has_hello && no_listener(ev->status) &&
+		    p->state == PEER_IDLE) {
+			peer_gone(node, p);
+			return;
+		}
+		probe_later(p);
+		return;
+	default:
+		/* Accepted (it should not), unreachable, timed out: no
+		 * answer either way; ask again later. */
+		probe_later(p);
+		return;
+	}
+}
+
 static int on_rejected(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 		       const struct cm_event *ev, struct squall_error *err)
 {
 	int ret;
 
+	if (ev->has_hello && (ev->hello.flags & RDMA_SQ_HELLO_BUSY) &&
+	    ev->hello.major == node->opt.wire_major) {
+		retry_later(node, p, "not now: it is alive, not in this view "
+			    "yet or still in its last one");
+		return 0;
+	}
 	if (ev->has_hello) {
 		/* A squall peer refused us: only a version or group file
 		 * mismatch does. */
@@ -639,8 +775,14 @@ static int on_rejected(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 		rdma_sq_peer_fail(node, p, "%s", err->msg);
 		return ret;
 	}
+	if (p->listens && no_listener(ev->status)) {
+		drop_conn(p);
+		peer_gone(node, p);
+		return 0;
+	}
 	retry_later(node, p, "connection rejected (status %d: %s)", ev->status,
-		    ev->status == 8 ? "nobody listens on that address and port yet" :
+		    no_listener(ev->status) ?
+		    "nobody listens on that address and port yet" :
 		    "not by a squall member");
 	return 0;
 }
@@ -746,6 +888,10 @@ static int handle(struct rdma_sq_node *node, const struct cm_event *ev,
 		return squall_error_set(err, -ENODEV, "RDMA device %s was removed",
 					rdma_sq_device_name(node));
 	}
+	if (p && p->probe && p->probe == ev->id) {
+		on_probe_event(node, p, ev);
+		return 0;
+	}
 	if (!p || p->cm != ev->id)
 		return 0;       /* an id we already dropped */
 	switch (ev->type) {
@@ -826,8 +972,12 @@ static struct rdma_sq_peer *first_missing(struct rdma_sq_node *node)
 static int first_refusal(struct rdma_sq_node *node, struct squall_error *err)
 {
 	for (uint32_t i = 0; i < node->npeers; i++)
-		if (node->peers[i].state == PEER_DEAD)
+		if (node->peers[i].state == PEER_DEAD && !node->peers[i].gone)
 			return squall_error_set(err, -ECONNREFUSED, "%s",
+						node->peers[i].error);
+	for (uint32_t i = 0; i < node->npeers; i++)
+		if (node->peers[i].gone)
+			return squall_error_set(err, -EHOSTDOWN, "%s",
 						node->peers[i].error);
 	return 0;
 }
@@ -856,8 +1006,23 @@ static int kick(struct rdma_sq_node *node, uint64_t now, int *next,
 		struct rdma_sq_peer *p = &node->peers[i];
 		int ret;
 
-		if ((int)i == node->my_index || !p->active)
+		if ((int)i == node->my_index)
 			continue;
+		if (!p->active) {
+			/* A lower peer that kept its listener and has not
+			 * asked yet: is it still there? */
+			if (!p->listens || p->state != PEER_IDLE)
+				continue;
+			if (!p->probe && p->probe_at_ms <= now)
+				start_probe(node, p);
+			if (!p->probe) {
+				int d = (int)(p->probe_at_ms - now);
+
+				if (*next < 0 || d < *next)
+					*next = d < 0 ? 0 : d;
+			}
+			continue;
+		}
 		if (p->state == PEER_IDLE ||
 		    (p->state == PEER_RETRY_WAIT && p->retry_at_ms <= now)) {
 			ret = start_connect(node, p, err);
@@ -890,10 +1055,18 @@ int rdma_sq_connect_all(struct rdma_sq_node *node, struct squall_error *err)
 	struct rdma_sq_peer *p;
 
 	squall_error_clear(err);
-	if (rdma_listen(node->listen_id, (int)node->npeers))
+	/* A kept listener listens already, with its backlog. */
+	if (!node->listening && rdma_listen(node->listen_id,
+					    (int)RDMA_SQ_MAX_MEMBERS))
 		return squall_error_set(err, -errno, "rdma_listen on %s:%u: %s",
 			node->members[node->my_index].address,
 			node->members[node->my_index].port, strerror(errno));
+	node->listening = true;
+	/* The first probes go after a first retry's wait: the lower peers
+	 * are expected to ask first. */
+	for (uint32_t i = 0; i < node->npeers; i++)
+		node->peers[i].probe_at_ms = rdma_sq_now_ms() +
+					     2 * RETRY_VIEW_MIN_MS;
 	/* A refusal does not end the loop: the other peers still get their
 	 * answer (connected, or refused too), so that a peer refusing us, or
 	 * refused by us, hears why from us instead of finding us gone. */

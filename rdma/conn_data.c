@@ -43,7 +43,7 @@ static uint64_t get64(const uint8_t *p)
 }
 
 /* Layout: magic u32 | major u16 | minor u16 | member u32 | rkey u32 |
- *         addr u64 | len u64 | cfg_fp u64 | nonce u64 */
+ *         addr u64 | len u64 | cfg_fp u64 | nonce u64 | flags u32 (1.1) */
 void rdma_sq_hello_encode(const struct rdma_sq_hello *h, uint8_t *buf)
 {
 	put32(buf, RDMA_SQ_WIRE_MAGIC);
@@ -55,13 +55,14 @@ void rdma_sq_hello_encode(const struct rdma_sq_hello *h, uint8_t *buf)
 	put64(buf + 24, h->len);
 	put64(buf + 32, h->cfg_fp);
 	put64(buf + 40, h->nonce);
+	put32(buf + 48, h->flags);
 }
 
 int rdma_sq_hello_decode(const void *buf, size_t len, struct rdma_sq_hello *h)
 {
 	const uint8_t *p = buf;
 
-	if (!buf || len < RDMA_SQ_WIRE_LEN || get32(p) != RDMA_SQ_WIRE_MAGIC)
+	if (!buf || len < RDMA_SQ_WIRE_LEN_1_0 || get32(p) != RDMA_SQ_WIRE_MAGIC)
 		return -EPROTO;
 	h->major = get16(p + 4);
 	h->minor = get16(p + 6);
@@ -71,6 +72,9 @@ int rdma_sq_hello_decode(const void *buf, size_t len, struct rdma_sq_hello *h)
 	h->len = get64(p + 24);
 	h->cfg_fp = get64(p + 32);
 	h->nonce = get64(p + 40);
+	/* What follows a 1.0 record is the CM's padding. */
+	h->flags = (h->major > 1 || h->minor >= 1) && len >= RDMA_SQ_WIRE_LEN ?
+		   get32(p + 48) : 0;
 	return 0;
 }
 

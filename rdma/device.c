@@ -118,6 +118,7 @@ static int init_peers(struct rdma_sq_node *node, struct squall_error *err)
 		p->m = m;
 		p->active = node->my_id < m->id;
 		p->state = PEER_IDLE;
+		p->listens = i < 64 && (node->opt.listening >> i & 1);
 		snprintf(p->who, sizeof(p->who), "member %u (%s:%u)", m->id,
 			 m->address, m->port);
 		if (m->id == node->my_id)
@@ -146,6 +147,68 @@ static int parse_addr(const struct rdma_sq_member *m, struct sockaddr_in *sa,
 	"Soft-RoCE VM, scripts/softroce-vm"
 
 /* Bind the listener to our own address: this also tells us the device. */
+void rdma_sq_listener_free(struct rdma_sq_listener *l)
+{
+	if (!l)
+		return;
+	if (l->id)
+		rdma_destroy_id(l->id);
+	if (l->ech)
+		rdma_destroy_event_channel(l->ech);
+	free(l);
+}
+
+int rdma_sq_listener_keep(struct rdma_sq_node *node,
+			  struct rdma_sq_listener **out,
+			  struct squall_error *err)
+{
+	struct rdma_sq_listener *l;
+
+	if (!node || !out || !node->listen_id || !node->listening)
+		return squall_error_set(err, -EINVAL, "rdma_sq_listener_keep: "
+					"the node does not listen");
+	l = calloc(1, sizeof(*l));
+	if (!l)
+		return squall_error_set(err, -ENOMEM, "out of memory for a listener");
+	l->ech = rdma_create_event_channel();
+	/* Requests that arrive meanwhile move with it (rdma_migrate_id). */
+	if (!l->ech || rdma_migrate_id(node->listen_id, l->ech)) {
+		int ret = neg_errno();
+
+		rdma_sq_listener_free(l);
+		return squall_error_set(err, ret, "keeping the listener of member "
+					"%u: %s", node->my_id, strerror(-ret));
+	}
+	l->id = node->listen_id;
+	l->addr = node->my_addr;
+	node->listen_id = NULL;
+	node->listening = false;
+	*out = l;
+	return 0;
+}
+
+/* Listen on the listener kept from the member's previous node: move it
+ * onto this node's channel, with the requests waiting in it. */
+static int adopt_listener(struct rdma_sq_node *node, struct squall_error *err)
+{
+	const struct rdma_sq_member *me = &node->members[node->my_index];
+	struct rdma_sq_listener *l = node->adopt;
+
+	if (l->addr.sin_addr.s_addr != node->my_addr.sin_addr.s_addr ||
+	    l->addr.sin_port != node->my_addr.sin_port)
+		return squall_error_set(err, -EINVAL, "member %u: the kept "
+			"listener is not on %s:%u", me->id, me->address, me->port);
+	if (rdma_migrate_id(l->id, node->ech))
+		return squall_error_set(err, neg_errno(), "member %u: taking "
+			"over the kept listener: %s", me->id, strerror(errno));
+	node->listen_id = l->id;
+	l->id = NULL;
+	rdma_sq_listener_free(l);
+	node->adopt = NULL;
+	node->listening = true;
+	return 0;
+}
+
 static int bind_listener(struct rdma_sq_node *node, struct squall_error *err)
 {
 	const struct rdma_sq_member *me = &node->members[node->my_index];
@@ -163,10 +226,16 @@ static int bind_listener(struct rdma_sq_node *node, struct squall_error *err)
 	if (ret)
 		return squall_error_set(err, ret, "fcntl(O_NONBLOCK) on the rdma_cm channel: %s",
 					strerror(-ret));
-	if (rdma_create_id(node->ech, &node->listen_id, NULL, RDMA_PS_TCP))
+	if (node->adopt) {
+		ret = adopt_listener(node, err);
+		if (ret)
+			return ret;
+	} else if (rdma_create_id(node->ech, &node->listen_id, NULL,
+				  RDMA_PS_TCP)) {
 		return squall_error_set(err, neg_errno(), "rdma_create_id: %s",
 					strerror(errno));
-	if (rdma_bind_addr(node->listen_id, (struct sockaddr *)&node->my_addr))
+	} else if (rdma_bind_addr(node->listen_id,
+				  (struct sockaddr *)&node->my_addr))
 		return squall_error_set(err, neg_errno(),
 			"rdma_bind_addr(%s:%u) for member %u: %s (is the address "
 			"on an RDMA device? %s)", me->address, me->port, me->id,
@@ -374,19 +443,27 @@ int rdma_sq_create(const struct rdma_sq_group *grp, uint32_t my_id,
 		   const struct rdma_sq_options *opt,
 		   struct rdma_sq_node **out, struct squall_error *err)
 {
+	struct rdma_sq_listener *kept = opt ? opt->listener : NULL;
 	struct rdma_sq_node *node;
 	int ret;
 
 	squall_error_clear(err);
 	if (!grp || !grp->members || !out || !region || !region_len)
-		return squall_error_set(err, -EINVAL, "rdma_sq_create: the "
+		ret = squall_error_set(err, -EINVAL, "rdma_sq_create: the "
 			"group, its members, region and out are required");
-	if (grp->nmembers == 0 || grp->nmembers > RDMA_SQ_MAX_MEMBERS)
-		return squall_error_set(err, -EINVAL,
+	else if (grp->nmembers == 0 || grp->nmembers > RDMA_SQ_MAX_MEMBERS)
+		ret = squall_error_set(err, -EINVAL,
 			"rdma_sq_create: the group has %u members", grp->nmembers);
-	node = calloc(1, sizeof(*node));
-	if (!node)
-		return squall_error_set(err, -ENOMEM, "out of memory for the node");
+	else if (!(node = calloc(1, sizeof(*node))))
+		ret = squall_error_set(err, -ENOMEM, "out of memory for the node");
+	else
+		ret = 0;
+	if (ret) {
+		rdma_sq_listener_free(kept);
+		return ret;
+	}
+	/* Taken over by the listener's set-up, or closed with the node. */
+	node->adopt = kept;
 	node->my_id = my_id;
 	node->my_index = -1;
 	node->wake_fd = -1;
@@ -396,6 +473,7 @@ int rdma_sq_create(const struct rdma_sq_group *grp, uint32_t my_id,
 	ret = copy_group(node, grp, err);
 	if (!ret)
 		ret = fill_options(&node->opt, opt, err);
+	node->opt.listener = NULL;
 	if (!ret)
 		ret = init_peers(node, err);
 	if (!ret && node->my_index < 0)
@@ -439,6 +517,9 @@ static void disconnect_peer(struct rdma_sq_peer *p)
 
 static void destroy_peer(struct rdma_sq_peer *p)
 {
+	if (p->probe)
+		rdma_destroy_id(p->probe);
+	p->probe = NULL;
 	if (!p->cm)
 		return;
 	if (p->cm->qp)
@@ -468,6 +549,7 @@ void rdma_sq_destroy(struct rdma_sq_node *node)
 		destroy_peer(&node->peers[i]);
 	if (node->listen_id)
 		rdma_destroy_id(node->listen_id);
+	rdma_sq_listener_free(node->adopt);
 	/* holds before the cache that owns them */
 	if (node->cache) {
 		rdma_sq_hold_release_all(node);

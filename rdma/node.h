@@ -31,6 +31,14 @@ enum rdma_sq_peer_state {
 	PEER_DEAD,
 };
 
+/* A listener between two nodes (rdma_sq_listener_keep): its id, on a
+ * channel of its own where requests wait. */
+struct rdma_sq_listener {
+	struct rdma_event_channel *ech;
+	struct rdma_cm_id *id;
+	struct sockaddr_in addr;      /* where it listens */
+};
+
 struct rdma_sq_mr {
 	struct ibv_mr *mr;
 	struct rdma_sq_mr *next;
@@ -75,6 +83,15 @@ struct rdma_sq_peer {
 	bool granted;                 /* its GRANT arrived */
 	bool drain_marked;            /* rdma_sq_drain's marker posted, its
 					 completion not yet taken */
+	/* A peer of opt.listening (conn.c): found gone (nothing listens at
+	 * its address), and, when it is the lower of the two, the request
+	 * that asks whether it still listens (the probe) and when the next
+	 * one goes. */
+	bool listens;
+	bool gone;
+	struct rdma_cm_id *probe;
+	uint64_t probe_at_ms;
+	unsigned probes;
 	struct { uint64_t addr, len; uint32_t rkey; bool set; }
 		grant[RDMA_SQ_TARGET_COUNT];
 };
@@ -97,6 +114,8 @@ struct rdma_sq_node {
 
 	struct rdma_event_channel *ech;
 	struct rdma_cm_id *listen_id;
+	bool listening;               /* rdma_listen done (or kept so) */
+	struct rdma_sq_listener *adopt; /* opt.listener, until taken over */
 	struct ibv_context *ctx;      /* owned by librdmacm */
 	uint8_t port;
 	struct ibv_pd *pd;

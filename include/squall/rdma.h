@@ -129,7 +129,37 @@ struct rdma_sq_options {
 	 * access (default false: the region's key lets every peer write all
 	 * of it). */
 	bool peer_windows;
+	/* A listener kept from this member's previous node
+	 * (rdma_sq_listener_keep): the node listens on it instead of binding
+	 * a new one, so that connection requests that came in between are
+	 * answered, and the member's address never stops listening.
+	 * rdma_sq_create takes it over, whatever it returns. */
+	struct rdma_sq_listener *listener;
+	/* Bit i: member i of the group's list (rdma_sq_group order) kept
+	 * its listener from its previous node too. Nothing listening at such
+	 * a member's address (its device answers "no listener") means its
+	 * process is gone: connect_all then fails it at once instead of
+	 * retrying, and asks a lower such member that has not connected
+	 * yet whether it still listens (a connection request it refuses;
+	 * the group's later views: survivors of the last one). */
+	uint64_t listening;
 };
+
+/* The listening identifier of a node taken out of it, to outlive it and
+ * serve the member's next node (rdma_sq_options.listener). Connection
+ * requests that arrive meanwhile wait in it. */
+struct rdma_sq_listener;
+
+/* Take node's listener out of it (the node then listens no more), for
+ * the next node of the same member. Call it when nothing polls the node
+ * (its progress stopped), before rdma_sq_destroy. Returns 0 with *out,
+ * or a negative errno with err filled (the node keeps its listener). */
+int rdma_sq_listener_keep(struct rdma_sq_node *node,
+			  struct rdma_sq_listener **out,
+			  struct squall_error *err);
+
+/* Close a kept listener no node took over. Safe on NULL. */
+void rdma_sq_listener_free(struct rdma_sq_listener *l);
 
 /* Create member `my_id`'s node for the group grp: find the RDMA device
  * that owns the member's address (it must be grp->device when that is
@@ -152,7 +182,10 @@ int rdma_sq_create(const struct rdma_sq_group *grp, uint32_t my_id,
  * version is refused (and refuses us) with -EPROTO and an error naming
  * both versions; so is a peer whose hello carries another cookie (the
  * group's: its file's fingerprint, so its file differs from ours), with
- * both named.
+ * both named. A peer of rdma_sq_options.listening found gone (nothing
+ * listens at its address) is failed with a reason saying so; once every
+ * other peer is connected or failed, that is -EHOSTDOWN with an error
+ * naming it (a refusal's error comes first).
  * Returns 0 once every queue pair is established. */
 int rdma_sq_connect_all(struct rdma_sq_node *node, struct squall_error *err);
 

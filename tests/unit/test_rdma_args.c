@@ -3,6 +3,7 @@
  * device, with errors that say what was wrong (no NIC needed); and what
  * the group tells the transport of a .cfg (group_transport).
  */
+#include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -139,6 +140,19 @@ static void test_group_transport(void **state)
 	assert_null(group_transport(&cfg, &t));
 }
 
+/* Keeping a listener needs a node that listens; freeing none is safe. */
+static void test_listener_args(void **state)
+{
+	struct rdma_sq_listener *l = NULL;
+	struct squall_error err = { 0 };
+
+	(void)state;
+	assert_int_equal(rdma_sq_listener_keep(NULL, &l, &err), -EINVAL);
+	assert_null(l);
+	assert_non_null(strstr(err.msg, "does not listen"));
+	rdma_sq_listener_free(NULL);
+}
+
 static void test_destroy_null(void **state)
 {
 	(void)state;
@@ -153,6 +167,7 @@ int main(void)
 		cmocka_unit_test(test_bad_address),
 		cmocka_unit_test(test_options_out_of_range),
 		cmocka_unit_test(test_group_transport),
+		cmocka_unit_test(test_listener_args),
 		cmocka_unit_test(test_destroy_null),
 	};
 

@@ -17,6 +17,7 @@ static const struct rdma_sq_hello sample = {
 	.major = 1, .minor = 7, .member_id = 0x01020304, .rkey = 0xa1b2c3d4,
 	.addr = 0x1122334455667788ull, .len = 0x0000000100000040ull,
 	.cfg_fp = 0x08090a0b0c0d0e0full, .nonce = 0x1011121314151617ull,
+	.flags = 0x21222324,
 };
 
 static void test_fits_rc_private_data(void **state)
@@ -38,6 +39,7 @@ static void test_layout_is_little_endian(void **state)
 		0x40, 0, 0, 0, 1, 0, 0, 0,      /* len */
 		0x0f, 0x0e, 0x0d, 0x0c, 0x0b, 0x0a, 0x09, 0x08, /* cfg_fp */
 		0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11, 0x10, /* nonce */
+		0x24, 0x23, 0x22, 0x21,         /* flags */
 	};
 
 	(void)state;
@@ -62,6 +64,32 @@ static void test_round_trip_with_padding(void **state)
 	assert_true(h.len == sample.len);
 	assert_true(h.cfg_fp == sample.cfg_fp);
 	assert_true(h.nonce == sample.nonce);
+	assert_int_equal(h.flags, sample.flags);
+}
+
+/* A 1.0 peer's record ends before the flags: what the CM pads after it
+ * is not flags, whatever it holds. */
+static void test_1_0_has_no_flags(void **state)
+{
+	struct rdma_sq_hello old = sample;
+	uint8_t b[56];
+	struct rdma_sq_hello h;
+
+	(void)state;
+	old.minor = 0;
+	memset(b, 0xee, sizeof(b));
+	rdma_sq_hello_encode(&old, b);
+	memset(b + RDMA_SQ_WIRE_LEN_1_0, 0xee, sizeof(b) - RDMA_SQ_WIRE_LEN_1_0);
+	assert_int_equal(rdma_sq_hello_decode(b, sizeof(b), &h), 0);
+	assert_int_equal(h.flags, 0);
+	assert_true(h.nonce == sample.nonce);
+	/* 48 bytes are a whole 1.0 record. */
+	assert_int_equal(rdma_sq_hello_decode(b, RDMA_SQ_WIRE_LEN_1_0, &h), 0);
+	assert_int_equal(h.flags, 0);
+	/* A 1.1 record cut after 48 bytes has no flags either. */
+	rdma_sq_hello_encode(&sample, b);
+	assert_int_equal(rdma_sq_hello_decode(b, RDMA_SQ_WIRE_LEN_1_0, &h), 0);
+	assert_int_equal(h.flags, 0);
 }
 
 static void test_rejects_short_foreign_and_missing(void **state)
@@ -72,7 +100,7 @@ static void test_rejects_short_foreign_and_missing(void **state)
 
 	(void)state;
 	rdma_sq_hello_encode(&sample, b);
-	assert_int_equal(rdma_sq_hello_decode(b, RDMA_SQ_WIRE_LEN - 1, &h), -EPROTO);
+	assert_int_equal(rdma_sq_hello_decode(b, RDMA_SQ_WIRE_LEN_1_0 - 1, &h), -EPROTO);
 	assert_int_equal(rdma_sq_hello_decode(NULL, 0, &h), -EPROTO);
 	/* A reject by the CM itself (nobody listening) carries zeros. */
 	assert_int_equal(rdma_sq_hello_decode(zeros, sizeof(zeros), &h), -EPROTO);
@@ -125,6 +153,7 @@ int main(void)
 		cmocka_unit_test(test_layout_is_little_endian),
 		cmocka_unit_test(test_group_file_must_match),
 		cmocka_unit_test(test_round_trip_with_padding),
+		cmocka_unit_test(test_1_0_has_no_flags),
 		cmocka_unit_test(test_rejects_short_foreign_and_missing),
 		cmocka_unit_test(test_version_rule),
 	};
