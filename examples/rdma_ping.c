@@ -31,6 +31,15 @@
  * 3 s later (a peer may still be waiting for this member's grants: no
  * message of the rounds is posted, so the device counts only the grants'
  * traffic).
+ *
+ * With --relisten HOLD_MS,PARK_MS a member, once connected, goes to a
+ * second node the way a group member goes from one view to the next: it
+ * waits HOLD_MS with nothing reading its connection events, keeps its
+ * listener (rdma_sq_listener_keep), destroys the node, waits PARK_MS,
+ * creates the next node on the kept listener, telling it that every
+ * peer kept its listener too (rdma_sq_options.listening), and connects
+ * again; the rounds then run over the new connections. A peer that asks
+ * meanwhile must find it alive, never "gone".
  */
 #include <errno.h>
 #include <getopt.h>
@@ -76,6 +85,8 @@ struct opts {
 	bool verbose;
 	bool grants;
 	unsigned grant_delay_ms;
+	bool relisten;
+	unsigned hold_ms, park_ms;
 };
 
 struct ping {
@@ -634,7 +645,8 @@ __attribute__((noreturn)) static void usage(int code)
 		"options:\n"
 		"  [--connect-timeout-ms MS] [--device NAME] [--rounds N]\n"
 		"  [--no-perf] [--lat-iters N] [--bw-bytes N] [--bw-depth N]\n"
-		"  [--op-timeout-ms MS] [--verbose] [--grants DELAY_MS]\n");
+		"  [--op-timeout-ms MS] [--verbose] [--grants DELAY_MS]\n"
+		"  [--relisten HOLD_MS,PARK_MS]\n");
 	exit(code);
 }
 
@@ -672,6 +684,7 @@ static void parse(int argc, char **argv, struct ping *pg)
 		{ "op-timeout-ms", required_argument, 0, 'o' },
 		{ "verbose", no_argument, 0, 'v' },
 		{ "grants", required_argument, 0, 'g' },
+		{ "relisten", required_argument, 0, 'L' },
 		{ "help", no_argument, 0, 'h' },
 		{ 0, 0, 0, 0 },
 	};
@@ -702,6 +715,12 @@ static void parse(int argc, char **argv, struct ping *pg)
 		case 'g':
 			pg->o.grants = true;
 			pg->o.grant_delay_ms = (unsigned)strtoul(optarg, NULL, 0);
+			break;
+		case 'L':
+			pg->o.relisten = true;
+			if (sscanf(optarg, "%u,%u", &pg->o.hold_ms,
+				   &pg->o.park_ms) != 2)
+				usage(2);
 			break;
 		case 'h': usage(0);
 		default: usage(2);
@@ -789,6 +808,41 @@ static int finish(struct ping *pg)
 	return close_ping(pg);
 }
 
+static void sleep_ms(unsigned ms)
+{
+	nanosleep(&(struct timespec){ ms / 1000, (long)(ms % 1000) * 1000000L },
+		  NULL);
+}
+
+/* --relisten: from this node to the next on the same listener. */
+static void relisten(struct ping *pg, const struct rdma_sq_options *opt)
+{
+	struct rdma_sq_options next = *opt;
+	struct squall_error err;
+	double t0;
+
+	sleep_ms(pg->o.hold_ms);
+	if (rdma_sq_listener_keep(pg->node, &next.listener, &err))
+		die("keeping the listener", &err, pg->o.id);
+	rdma_sq_destroy(pg->node);
+	pg->node = NULL;
+	sleep_ms(pg->o.park_ms);
+	for (uint32_t q = 0; q < pg->cfg.nmembers; q++)
+		if ((int)q != pg->me)
+			next.listening |= 1ull << q;
+	if (group_transport_create(&pg->cfg, pg->o.id, pg->region, pg->region_len,
+				   &next, &pg->node, &err))
+		die("creating the next node", &err, pg->o.id);
+	t0 = now_us();
+	if (rdma_sq_connect_all(pg->node, &err))
+		die("connecting the next node", &err, pg->o.id);
+	printf("rdma_ping: member %u reconnected to %u peers on its kept listener "
+	       "in %.0f ms (held %u ms, parked %u ms)\n", pg->o.id,
+	       pg->cfg.nmembers - 1, (now_us() - t0) / 1e3, pg->o.hold_ms,
+	       pg->o.park_ms);
+	fflush(stdout);
+}
+
 /* --grants: what peer `id` may write here is its WRITE area. */
 static int grant_area(void *arg, uint32_t id, enum rdma_sq_target purpose,
 		      void **ptr, size_t *len)
@@ -813,9 +867,7 @@ static int exchange_grants(struct ping *pg)
 	struct squall_error err;
 	double t0;
 
-	nanosleep(&(struct timespec){ pg->o.grant_delay_ms / 1000,
-				      (long)(pg->o.grant_delay_ms % 1000) * 1000000L },
-		  NULL);
+	sleep_ms(pg->o.grant_delay_ms);
 	t0 = now_us();
 	if (rdma_sq_grant_all(pg->node, grant_area, pg, pg->cfg.connect_timeout_ms,
 			      &err))
@@ -881,6 +933,8 @@ int main(int argc, char **argv)
 	       pg->o.id, pg->cfg.nmembers - 1, rdma_sq_device_name(pg->node),
 	       rdma_sq_port(pg->node), (now_us() - t0) / 1e3);
 	fflush(stdout);
+	if (pg->o.relisten)
+		relisten(pg, &opt);
 	if (pg->o.grants)
 		return exchange_grants(pg);
 	for (uint32_t q = 0; q < pg->cfg.nmembers; q++) {

@@ -953,6 +953,10 @@ int rdma_sq_cm_drain(struct rdma_sq_node *node)
 	struct squall_error err;
 	int ret;
 
+	/* Its channel left with its listener (rdma_sq_listener_keep): the
+	 * events there are the next node's. */
+	if (!node->ech)
+		return 0;
 	while ((ret = one_event(node, &err)) > 0)
 		;
 	return ret;

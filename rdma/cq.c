@@ -219,7 +219,8 @@ int rdma_sq_wait(struct rdma_sq_node *node, int timeout_ms)
 {
 	struct pollfd pfd[3] = {
 		{ .fd = node->cch->fd, .events = POLLIN },
-		{ .fd = node->ech->fd, .events = POLLIN },
+		/* none once its listener left with it (poll skips -1) */
+		{ .fd = node->ech ? node->ech->fd : -1, .events = POLLIN },
 		{ .fd = node->wake_fd, .events = POLLIN },
 	};
 	int ret;

@@ -146,11 +146,12 @@ static int parse_addr(const struct rdma_sq_member *m, struct sockaddr_in *sa,
 	"`ibv_devices` lists the devices; or run the members in the " \
 	"Soft-RoCE VM, scripts/softroce-vm"
 
-/* Bind the listener to our own address: this also tells us the device. */
 void rdma_sq_listener_free(struct rdma_sq_listener *l)
 {
 	if (!l)
 		return;
+	/* Requests still waiting in the channel are refused as it closes:
+	 * the member listens no more. */
 	if (l->id)
 		rdma_destroy_id(l->id);
 	if (l->ech)
@@ -170,25 +171,26 @@ int rdma_sq_listener_keep(struct rdma_sq_node *node,
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return squall_error_set(err, -ENOMEM, "out of memory for a listener");
-	l->ech = rdma_create_event_channel();
-	/* Requests that arrive meanwhile move with it (rdma_migrate_id). */
-	if (!l->ech || rdma_migrate_id(node->listen_id, l->ech)) {
-		int ret = neg_errno();
-
-		rdma_sq_listener_free(l);
-		return squall_error_set(err, ret, "keeping the listener of member "
-					"%u: %s", node->my_id, strerror(-ret));
-	}
+	/* The listener leaves with the node's whole rdma_cm channel, not
+	 * moved to another (rdma_migrate_id): the identifier of a request
+	 * that arrived and was not yet taken stays in the channel it came
+	 * in on, and closing that channel refuses the request, with no
+	 * squall hello, as if nothing listened. The node's own identifiers
+	 * (its peers' connections) stay valid on the channel until
+	 * rdma_sq_destroy destroys them, which also drops their events;
+	 * nothing reads the channel for this node any more. */
+	l->ech = node->ech;
 	l->id = node->listen_id;
 	l->addr = node->my_addr;
+	node->ech = NULL;
 	node->listen_id = NULL;
 	node->listening = false;
 	*out = l;
 	return 0;
 }
 
-/* Listen on the listener kept from the member's previous node: move it
- * onto this node's channel, with the requests waiting in it. */
+/* Listen on the listener kept from the member's previous node: its
+ * channel becomes this node's, with the requests waiting in it. */
 static int adopt_listener(struct rdma_sq_node *node, struct squall_error *err)
 {
 	const struct rdma_sq_member *me = &node->members[node->my_index];
@@ -198,10 +200,9 @@ static int adopt_listener(struct rdma_sq_node *node, struct squall_error *err)
 	    l->addr.sin_port != node->my_addr.sin_port)
 		return squall_error_set(err, -EINVAL, "member %u: the kept "
 			"listener is not on %s:%u", me->id, me->address, me->port);
-	if (rdma_migrate_id(l->id, node->ech))
-		return squall_error_set(err, neg_errno(), "member %u: taking "
-			"over the kept listener: %s", me->id, strerror(errno));
+	node->ech = l->ech;
 	node->listen_id = l->id;
+	l->ech = NULL;
 	l->id = NULL;
 	rdma_sq_listener_free(l);
 	node->adopt = NULL;
@@ -209,7 +210,8 @@ static int adopt_listener(struct rdma_sq_node *node, struct squall_error *err)
 	return 0;
 }
 
-static int bind_listener(struct rdma_sq_node *node, struct squall_error *err)
+/* The node's rdma_cm channel, created non-blocking. */
+static int open_channel(struct rdma_sq_node *node, struct squall_error *err)
 {
 	const struct rdma_sq_member *me = &node->members[node->my_index];
 	int ret;
@@ -226,20 +228,14 @@ static int bind_listener(struct rdma_sq_node *node, struct squall_error *err)
 	if (ret)
 		return squall_error_set(err, ret, "fcntl(O_NONBLOCK) on the rdma_cm channel: %s",
 					strerror(-ret));
-	if (node->adopt) {
-		ret = adopt_listener(node, err);
-		if (ret)
-			return ret;
-	} else if (rdma_create_id(node->ech, &node->listen_id, NULL,
-				  RDMA_PS_TCP)) {
-		return squall_error_set(err, neg_errno(), "rdma_create_id: %s",
-					strerror(errno));
-	} else if (rdma_bind_addr(node->listen_id,
-				  (struct sockaddr *)&node->my_addr))
-		return squall_error_set(err, neg_errno(),
-			"rdma_bind_addr(%s:%u) for member %u: %s (is the address "
-			"on an RDMA device? %s)", me->address, me->port, me->id,
-			strerror(errno), NO_DEVICE);
+	return 0;
+}
+
+/* The device the bound listener found, checked against the group's. */
+static int check_device(struct rdma_sq_node *node, struct squall_error *err)
+{
+	const struct rdma_sq_member *me = &node->members[node->my_index];
+
 	node->ctx = node->listen_id->verbs;
 	node->port = node->listen_id->port_num;
 	if (!node->ctx)
@@ -253,6 +249,31 @@ static int bind_listener(struct rdma_sq_node *node, struct squall_error *err)
 			me->id, me->address, ibv_get_device_name(node->ctx->device),
 			node->device);
 	return 0;
+}
+
+/* Bind the listener to our own address (or take the kept one, bound
+ * there already): this also tells us the device. */
+static int bind_listener(struct rdma_sq_node *node, struct squall_error *err)
+{
+	const struct rdma_sq_member *me = &node->members[node->my_index];
+	int ret;
+
+	if (node->adopt) {
+		ret = adopt_listener(node, err);
+		return ret ? ret : check_device(node, err);
+	}
+	ret = open_channel(node, err);
+	if (ret)
+		return ret;
+	if (rdma_create_id(node->ech, &node->listen_id, NULL, RDMA_PS_TCP))
+		return squall_error_set(err, neg_errno(), "rdma_create_id: %s",
+					strerror(errno));
+	if (rdma_bind_addr(node->listen_id, (struct sockaddr *)&node->my_addr))
+		return squall_error_set(err, neg_errno(),
+			"rdma_bind_addr(%s:%u) for member %u: %s (is the address "
+			"on an RDMA device? %s)", me->address, me->port, me->id,
+			strerror(errno), NO_DEVICE);
+	return check_device(node, err);
 }
 
 static int check_port(struct rdma_sq_node *node, struct squall_error *err)

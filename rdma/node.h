@@ -31,8 +31,9 @@ enum rdma_sq_peer_state {
 	PEER_DEAD,
 };
 
-/* A listener between two nodes (rdma_sq_listener_keep): its id, on a
- * channel of its own where requests wait. */
+/* A listener between two nodes (rdma_sq_listener_keep): its id and the
+ * channel it was created on, where requests wait (and where the last
+ * node's identifiers live until that node is destroyed). */
 struct rdma_sq_listener {
 	struct rdma_event_channel *ech;
 	struct rdma_cm_id *id;

@@ -145,20 +145,23 @@ struct rdma_sq_options {
 	uint64_t listening;
 };
 
-/* The listening identifier of a node taken out of it, to outlive it and
- * serve the member's next node (rdma_sq_options.listener). Connection
- * requests that arrive meanwhile wait in it. */
+/* The listening identifier of a node taken out of it, with the node's
+ * rdma_cm channel, to outlive it and serve the member's next node
+ * (rdma_sq_options.listener). Connection requests that arrive meanwhile
+ * wait in that channel, and the next node answers them. */
 struct rdma_sq_listener;
 
-/* Take node's listener out of it (the node then listens no more), for
- * the next node of the same member. Call it when nothing polls the node
- * (its progress stopped), before rdma_sq_destroy. Returns 0 with *out,
- * or a negative errno with err filled (the node keeps its listener). */
+/* Take node's listener and rdma_cm channel out of it (the node then
+ * listens no more and reads no connection event), for the next node of
+ * the same member. Call it when nothing polls the node (its progress
+ * stopped), before rdma_sq_destroy. Returns 0 with *out, or -EINVAL with
+ * err filled when the node does not listen. */
 int rdma_sq_listener_keep(struct rdma_sq_node *node,
 			  struct rdma_sq_listener **out,
 			  struct squall_error *err);
 
-/* Close a kept listener no node took over. Safe on NULL. */
+/* Close a kept listener no node took over (the requests waiting in it
+ * are refused). Safe on NULL. */
 void rdma_sq_listener_free(struct rdma_sq_listener *l);
 
 /* Create member `my_id`'s node for the group grp: find the RDMA device

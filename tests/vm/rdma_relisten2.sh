@@ -1,0 +1,27 @@
+# A member keeps its listener from one node to the next (as a survivor
+# does from view to view) and a peer that asks meanwhile finds it alive.
+# Member 1 holds its first node 1.5 s without reading its connection
+# events, then keeps the listener and waits 1.5 s more before its next
+# node listens on it; member 2 goes to its next node at once and, as the
+# higher member, asks member 1 whether it still listens (a probe) from
+# the start. Its probes wait in member 1's listener: neither keeping it
+# nor taking it over may refuse them as "nothing listens here", which
+# would make member 2 drop a live member as gone. Both then connect and
+# run a round of verified traffic over the new connections.
+. "$SRC/tests/vm/rdma_common.sh"
+M=$(members 2 7590)
+ARGS="$M --rounds 1 --no-perf --connect-timeout-ms 60000"
+start 1 $ARGS --relisten 1500,1500
+start 2 $ARGS --relisten 0,0
+finish 1 120; rc1=$RC
+finish 2 120; rc2=$RC
+[ "$rc1" = 0 ] || fail "member 1 exited with status $rc1"
+[ "$rc2" = 0 ] || fail "member 2 exited with status $rc2"
+for i in 1 2; do
+    expect "$OUT/$i.out" "member $i reconnected to 1 peers on its kept listener" "member $i's next node"
+    expect "$OUT/$i.out" "member $i round 0 verified" "member $i's round on the next node"
+    expect "$OUT/$i.out" "member $i OK" "member $i's end"
+done
+grep -q "is gone" "$OUT/1.err" "$OUT/2.err" && fail "a live member was found gone"
+for i in 1 2; do show "$i"; done
+echo "PASS: member 1's kept listener answered member 2's probes after $(grep -ho 'held [0-9]* ms, parked [0-9]* ms' "$OUT/1.out")"
