@@ -1059,9 +1059,13 @@ int rdma_sq_connect_all(struct rdma_sq_node *node, struct squall_error *err)
 	struct rdma_sq_peer *p;
 
 	squall_error_clear(err);
-	/* A kept listener listens already, with its backlog. */
+	/* A kept listener listens already, with its backlog. The backlog
+	 * counts requests not yet read; one over it is refused as if
+	 * nothing listened (a consumer reject without a hello), which a
+	 * peer that kept its listener takes for "gone". Between views each
+	 * peer may have two waiting (its connection and its probe). */
 	if (!node->listening && rdma_listen(node->listen_id,
-					    (int)RDMA_SQ_MAX_MEMBERS))
+					    (int)(4 * RDMA_SQ_MAX_MEMBERS)))
 		return squall_error_set(err, -errno, "rdma_listen on %s:%u: %s",
 			node->members[node->my_index].address,
 			node->members[node->my_index].port, strerror(errno));
