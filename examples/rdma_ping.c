@@ -21,8 +21,10 @@
  * With --config the members (and device, connect timeout) come from the
  * group file and the id from --id, SQUALL_MEMBER_ID or a launcher's rank
  * (group_config_my_id).
- * The environment variable SQUALL_TEST_WIRE_MAJOR makes the member claim
- * another wire major version (tests of the refusal only).
+ * The environment variables SQUALL_TEST_WIRE_MAJOR and SQUALL_TEST_WIRE_MINOR
+ * make the member claim another wire version (tests of the version rule
+ * only); once connected, a member says of each peer whether its refusals
+ * carry a hello (rdma_sq_peer_refuses_with_hello: wire 1.1 and later).
  *
  * With --grants DELAY_MS the members instead exchange per-peer keys
  * (rdma_sq_options.peer_windows, rdma_sq_grant_all: each peer may write
@@ -902,6 +904,7 @@ int main(int argc, char **argv)
 	struct squall_error err;
 	struct ping *pg = calloc(1, sizeof(*pg));
 	const char *wire = getenv("SQUALL_TEST_WIRE_MAJOR");
+	const char *minor = getenv("SQUALL_TEST_WIRE_MINOR");
 	double t0;
 
 	if (!pg)
@@ -911,6 +914,11 @@ int main(int argc, char **argv)
 	if (wire && *wire) {
 		opt.wire_major = (uint16_t)strtoul(wire, NULL, 0);
 		opt.wire_minor = SQUALL_WIRE_MINOR;
+	}
+	if (minor && *minor) {
+		if (!opt.wire_major)
+			opt.wire_major = SQUALL_WIRE_MAJOR;
+		opt.wire_minor = (uint16_t)strtoul(minor, NULL, 0);
 	}
 	opt.log = log_cb;
 	opt.log_arg = pg;
@@ -932,6 +940,12 @@ int main(int argc, char **argv)
 	printf("rdma_ping: member %u connected to %u peers on %s port %u in %.0f ms\n",
 	       pg->o.id, pg->cfg.nmembers - 1, rdma_sq_device_name(pg->node),
 	       rdma_sq_port(pg->node), (now_us() - t0) / 1e3);
+	for (uint32_t q = 0; q < pg->cfg.nmembers; q++)
+		if ((int)q != pg->me)
+			printf("rdma_ping: member %u: member %u refuses with a "
+			       "hello: %s\n", pg->o.id, peer_id(pg, (int)q),
+			       rdma_sq_peer_refuses_with_hello(pg->node,
+					peer_id(pg, (int)q)) ? "yes" : "no");
 	fflush(stdout);
 	if (pg->o.relisten)
 		relisten(pg, &opt);

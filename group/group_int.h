@@ -353,6 +353,9 @@ struct group {
 	 * .listening). */
 	struct rdma_sq_listener *listener;
 	uint64_t kept_listeners;
+	/* .cfg bits: the last view's members whose hello said wire 1.1 or
+	 * later (rdma_sq_peer_refuses_with_hello), set at its teardown. */
+	uint64_t hello_refusers;
 
 	/* The progress thread's scratch, allocated once for the .cfg's
 	 * members: the SMC counters read from the SST (n x n), my row (n). */

@@ -384,8 +384,10 @@ static void install(struct group *g)
 	g->seq_base += end;
 	group_unlock(g);
 	/* The survivors kept their listeners: nothing listening at one's
-	 * address in the next view means it is gone. Joiners start theirs. */
-	g->kept_listeners = keep;
+	 * address in the next view means it is gone, where its refusals
+	 * would carry a hello (a 1.0 member's need not). Joiners start
+	 * theirs. */
+	g->kept_listeners = keep & g->hello_refusers;
 	if (!r)
 		r = group_epoch_build(g, &err);
 	t2 = group_now_ms();

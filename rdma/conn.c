@@ -1148,6 +1148,17 @@ int rdma_sq_remote(const struct rdma_sq_node *node, uint32_t peer,
 	return 0;
 }
 
+bool rdma_sq_peer_refuses_with_hello(const struct rdma_sq_node *node,
+				     uint32_t peer)
+{
+	const struct rdma_sq_peer *p =
+		rdma_sq_peer_by_id((struct rdma_sq_node *)node, peer);
+
+	/* p->remote is the hello of its last connection here (0s: none). */
+	return p && p->remote.major == node->opt.wire_major &&
+	       p->remote.minor >= 1;
+}
+
 bool rdma_sq_peer_alive(const struct rdma_sq_node *node, uint32_t peer)
 {
 	const struct rdma_sq_peer *p =

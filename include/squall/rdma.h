@@ -160,6 +160,15 @@ int rdma_sq_listener_keep(struct rdma_sq_node *node,
 			  struct rdma_sq_listener **out,
 			  struct squall_error *err);
 
+/* Whether member `peer`'s hello on this node said wire version 1.1 or
+ * later of our major: such a member refuses a request it cannot take with
+ * its hello (flagged busy), so where it kept its listener, a refusal
+ * without a hello means nothing listens at its address. A 1.0 member
+ * refuses some requests of a live member without a hello: it must not
+ * be named in rdma_sq_options.listening. */
+bool rdma_sq_peer_refuses_with_hello(const struct rdma_sq_node *node,
+				     uint32_t peer);
+
 /* Close a kept listener no node took over (the requests waiting in it
  * are refused). Safe on NULL. */
 void rdma_sq_listener_free(struct rdma_sq_listener *l);
