@@ -582,6 +582,23 @@ static int on_route_resolved(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	return 0;
 }
 
+/* A request that can no longer be taken (err says why; its sender gave
+ * up on it or died before this member read it, which a kept listener
+ * makes likelier: requests wait in it between views) ends that attempt,
+ * not the wait: the peer asks again, or is found gone, or the wait ends
+ * in a timeout whose error names this reason as the last try's. */
+static int stale_request(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+			 struct squall_error *err)
+{
+	rdma_sq_log(node, RDMA_SQ_LOG_INFO, "dropping a connection request "
+		    "of %s that is no longer open: %s", p->who, err->msg);
+	snprintf(p->last_try, sizeof(p->last_try), "%.240s", err->msg);
+	drop_conn(p);
+	p->state = PEER_IDLE;
+	squall_error_clear(err);
+	return 0;
+}
+
 /* A connect request from a lower member: check it, then accept or refuse. */
 static int on_request(struct rdma_sq_node *node, const struct cm_event *ev,
 		      struct squall_error *err)
@@ -642,14 +659,17 @@ static int on_request(struct rdma_sq_node *node, const struct cm_event *ev,
 	p->cm = ev->id;
 	p->remote = ev->hello;
 	ret = make_qp(node, p, ev->id, err);
+	/* No queue pair on the request's identifier: the request is no
+	 * longer open (its sender gave up or died before it was read). */
+	if (ret && !p->qp && ret != -EXDEV)
+		return stale_request(node, p, err);
 	if (ret)
 		return ret;
 	conn_param(node, p, &cp, hello);
 	if (rdma_accept(ev->id, &cp)) {
-		ret = -errno;
-		drop_conn(p);
-		return squall_error_set(err, ret, "rdma_accept for %s: %s",
-					p->who, strerror(-ret));
+		squall_error_set(err, -errno, "rdma_accept for %s: %s",
+				 p->who, strerror(errno));
+		return stale_request(node, p, err);
 	}
 	p->state = PEER_ACCEPTING;
 	return 0;
