@@ -296,14 +296,6 @@ int group_epoch_teardown(struct group *g, bool keep_listener,
 	 * by this one. */
 	if (g->v.node && keep_listener)
 		r = rdma_sq_listener_keep(g->v.node, &g->listener, err);
-	/* Which members' refusals carry a hello (wire 1.1 and later): only
-	 * theirs may say, without one, that nothing listens any more. */
-	g->hello_refusers = 0;
-	for (uint32_t i = 0; g->v.node && i < g->vcfg.nmembers; i++)
-		if (rdma_sq_peer_refuses_with_hello(g->v.node,
-						    g->vcfg.members[i].id))
-			g->hello_refusers |= 1ull << group_config_member_index(
-				&g->cfg, g->vcfg.members[i].id);
 	if (g->v.node)
 		group_drain(g);
 	if (g->v.grant)

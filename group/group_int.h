@@ -348,14 +348,12 @@ struct group {
 	/* Between two views (the view thread's, like g->v): this member's
 	 * listener, kept from the last view's node for the next one's, and
 	 * which members of the view being built kept theirs too (.cfg
-	 * bits: the last view's survivors; 0 in a first view). A member
+	 * bits: the last view's survivors whose hello said wire 1.1 or
+	 * later, set by install; 0 in a first view). A member
 	 * that kept its listener and has none is gone (rdma_sq_options
 	 * .listening). */
 	struct rdma_sq_listener *listener;
 	uint64_t kept_listeners;
-	/* .cfg bits: the last view's members whose hello said wire 1.1 or
-	 * later (rdma_sq_peer_refuses_with_hello), set at its teardown. */
-	uint64_t hello_refusers;
 
 	/* The progress thread's scratch, allocated once for the .cfg's
 	 * members: the SMC counters read from the SST (n x n), my row (n). */

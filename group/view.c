@@ -329,6 +329,22 @@ void group_call_view(struct group *g)
 		g->cb.view(g->ctx, &v);
 }
 
+/* Of the survivors (.cfg bits), those whose hello in this view said wire
+ * 1.1 or later: their refusals carry a hello, so only theirs may say,
+ * without one, that nothing listens at their address any more (a 1.0
+ * member refuses some requests of a live member without a hello). */
+static uint64_t hello_refusers(struct group *g, uint64_t survivors)
+{
+	uint64_t bits = 0;
+
+	for (uint32_t i = 0; g->v.node && i < g->cfg.nmembers; i++)
+		if ((survivors >> i & 1) &&
+		    rdma_sq_peer_refuses_with_hello(g->v.node,
+						    g->cfg.members[i].id))
+			bits |= 1ull << i;
+	return bits;
+}
+
 /* The view thread's part of a view change: answer the joiners the trim
  * adds, tear the view down and build the next one under epoch_lock
  * (write), then the view upcall and the own messages past the trim, sent
@@ -376,6 +392,10 @@ static void install(struct group *g)
 	}
 	group_epoch_wrlock(g);
 	atomic_store(&g->installing, true);
+	/* The survivors kept their listeners: nothing listening at one's
+	 * address in the next view means it is gone, where its refusals
+	 * carry a hello. Joiners start theirs. */
+	g->kept_listeners = hello_refusers(g, keep);
 	r = group_epoch_teardown(g, true, &err);
 	t1 = group_now_ms();
 	squall_hook("installing");
@@ -383,11 +403,6 @@ static void install(struct group *g)
 	g->vcfg = nv;
 	g->seq_base += end;
 	group_unlock(g);
-	/* The survivors kept their listeners: nothing listening at one's
-	 * address in the next view means it is gone, where its refusals
-	 * would carry a hello (a 1.0 member's need not). Joiners start
-	 * theirs. */
-	g->kept_listeners = keep & g->hello_refusers;
 	if (!r)
 		r = group_epoch_build(g, &err);
 	t2 = group_now_ms();
