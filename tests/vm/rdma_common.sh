@@ -39,6 +39,12 @@ run_member() {
     PID[$id]=$!
 }
 
+# finish_ok ID SECONDS: finish, and fail unless member ID exited with 0.
+finish_ok() {
+    finish "$1" "$2"
+    [ "$RC" = 0 ] || fail "member $1 exited with status $RC"
+}
+
 show() {
     local id=$1
     echo "--- member $id stdout"; cat "$OUT/$id.out"

@@ -8,10 +8,7 @@ start 2 $ARGS
 start 1 $ARGS --verbose
 sleep 2
 start 3 $ARGS
-for i in 1 2 3; do
-    finish "$i" 120; rc=$RC
-    [ "$rc" = 0 ] || fail "member $i exited with status $rc"
-done
+for i in 1 2 3; do finish_ok "$i" 120; done
 for i in 1 2 3; do
     expect "$OUT/$i.out" "member $i connected to 2 peers" "member $i connect"
     expect "$OUT/$i.out" "member $i round 2 verified: WRITE, READ, WRITE_WITH_IMM, SEND/RECV with 2 peers" "member $i verify"

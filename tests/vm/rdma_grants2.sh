@@ -12,10 +12,8 @@ hwc=/sys/class/infiniband/$dev/ports/1/hw_counters
 rnr0=$(cat "$hwc/send_rnr_err")
 start 2 $M --grants 1500 --connect-timeout-ms 30000
 start 1 $M --grants 0 --connect-timeout-ms 30000
-finish 1 120; rc1=$RC
-finish 2 120; rc2=$RC
-[ "$rc1" = 0 ] || fail "member 1 exited with status $rc1"
-[ "$rc2" = 0 ] || fail "member 2 exited with status $rc2"
+finish_ok 1 120
+finish_ok 2 120
 for i in 1 2; do
     expect "$OUT/$i.out" "member $i: grants exchanged with 1 peers in [0-9]+ ms" "member $i's grants"
     expect "$OUT/$i.out" "member $i OK" "member $i's end"

@@ -9,10 +9,8 @@ M=$(members 2 7545)
 ARGS="$M --rounds 1 --no-perf --connect-timeout-ms 30000"
 SQUALL_TEST_WIRE_MINOR=0 start 1 $ARGS
 start 2 $ARGS
-finish 1 60; rc1=$RC
-finish 2 60; rc2=$RC
-[ "$rc1" = 0 ] || fail "member 1 (1.0): status $rc1"
-[ "$rc2" = 0 ] || fail "member 2: status $rc2"
+finish_ok 1 60
+finish_ok 2 60
 for i in 1 2; do
     expect "$OUT/$i.out" "member $i round 0 verified" "member $i's round"
 done

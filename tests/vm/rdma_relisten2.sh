@@ -13,10 +13,8 @@ M=$(members 2 7590)
 ARGS="$M --rounds 1 --no-perf --connect-timeout-ms 60000"
 start 1 $ARGS --relisten 1500,1500
 start 2 $ARGS --relisten 0,0
-finish 1 120; rc1=$RC
-finish 2 120; rc2=$RC
-[ "$rc1" = 0 ] || fail "member 1 exited with status $rc1"
-[ "$rc2" = 0 ] || fail "member 2 exited with status $rc2"
+finish_ok 1 120
+finish_ok 2 120
 for i in 1 2; do
     expect "$OUT/$i.out" "member $i reconnected to 1 peers on its kept listener" "member $i's next node"
     expect "$OUT/$i.out" "member $i round 0 verified" "member $i's round on the next node"

@@ -12,12 +12,8 @@ M=$(members 2 7595)
 ARGS="$M --rounds 1 --no-perf --connect-timeout-ms 30000"
 start 2 $ARGS --relisten 3000,0
 start 1 $ARGS --relisten 0,0
-t=0
-until grep -q "member 1 connected to 1 peers" "$OUT/1.out" 2>/dev/null; do
-    [ "$t" -lt 300 ] || fail "member 1 did not connect within 30 s"
-    sleep 0.1
-    t=$((t + 1))
-done
+wait_line "$OUT/1.out" "member 1 connected to 1 peers" 30 "${PID[1]}" ||
+    fail "member 1 did not connect within 30 s"
 sleep 1.5
 kill -9 "${PID[1]}"
 finish 1 30

@@ -84,22 +84,6 @@ reap_member() {
     [ -n "${KILL_MS[$1]}" ] || KILL_MS[$1]=$(val "$OUT/$name.$1.err" "DYING " wall_ms)
 }
 
-# wait_line FILE REGEX SECS [PID]: wait until a line of FILE matches the
-# extended REGEX; 1 after SECS seconds without one (wall clock: a loop
-# count would stretch under a slow emulated CPU), or at once when process
-# PID (the member writing FILE) has exited without printing it.
-wait_line() {
-    local file=$1 re=$2 pid=${4:-} end=$((SECONDS + $3))
-    until grep -Eq "$re" "$file" 2>/dev/null; do
-        if [ "$SECONDS" -ge "$end" ]; then return 1; fi
-        if [ -n "$pid" ] && ! kill -0 "$pid" 2>/dev/null; then
-            grep -Eq "$re" "$file" 2>/dev/null
-            return
-        fi
-        sleep 0.1
-    done
-}
-
 # wait_any REGEX SECS PIDS FILE...: as wait_line, for a line in any of
 # the FILEs, looking every 20 ms (to act while a view change is under
 # way); 1 at once when none of PIDS (space-separated) runs any more.
