@@ -41,7 +41,9 @@
  * creates the next node on the kept listener, telling it that every
  * peer kept its listener too (rdma_sq_options.listening), and connects
  * again; the rounds then run over the new connections. A peer that asks
- * meanwhile must find it alive, never "gone".
+ * meanwhile must find it alive, never "gone". It then says whether each
+ * peer's region key is the one its previous node had (a peer's next node
+ * keeps its registration of the region).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -820,9 +822,18 @@ static void sleep_ms(unsigned ms)
 static void relisten(struct ping *pg, const struct rdma_sq_options *opt)
 {
 	struct rdma_sq_options next = *opt;
+	uint32_t key[RDMA_SQ_MAX_MEMBERS] = { 0 };
 	struct squall_error err;
+	uint64_t addr, len;
 	double t0;
 
+	/* The peers' region keys: a peer's next node registers the same
+	 * region again only if it could not keep the registration. */
+	for (uint32_t q = 0; q < pg->cfg.nmembers; q++)
+		if ((int)q != pg->me)
+			(void)rdma_sq_remote(pg->node, peer_id(pg, (int)q),
+					     RDMA_SQ_TARGET_REGION, &addr,
+					     &key[q], &len);
 	sleep_ms(pg->o.hold_ms);
 	if (rdma_sq_listener_keep(pg->node, &next.listener, &err))
 		die("keeping the listener", &err, pg->o.id);
@@ -842,6 +853,17 @@ static void relisten(struct ping *pg, const struct rdma_sq_options *opt)
 	       "in %.0f ms (held %u ms, parked %u ms)\n", pg->o.id,
 	       pg->cfg.nmembers - 1, (now_us() - t0) / 1e3, pg->o.hold_ms,
 	       pg->o.park_ms);
+	for (uint32_t q = 0; q < pg->cfg.nmembers; q++) {
+		uint32_t k = 0;
+
+		if ((int)q == pg->me ||
+		    rdma_sq_remote(pg->node, peer_id(pg, (int)q),
+				   RDMA_SQ_TARGET_REGION, &addr, &k, &len))
+			continue;
+		printf("rdma_ping: member %u: member %u's region key %s (%#x, "
+		       "was %#x)\n", pg->o.id, peer_id(pg, (int)q),
+		       k == key[q] ? "kept" : "changed", k, key[q]);
+	}
 	fflush(stdout);
 }
 

@@ -78,13 +78,16 @@ static void group_free(struct group *g)
 	group_in_place_end(g);
 	group_own_free(g);
 	group_join_close(g);
+	/* The kept listener holds the region's registration: it goes
+	 * before the region. */
+	rdma_sq_listener_free(g->listener);
+	g->listener = NULL;
 	alloc_destroy(g->a);
 	free(g->recv);
 	free(g->rel);
 	free(g->row_recv);
 	free(g->row_rel);
 	free(g->v.done);
-	rdma_sq_listener_free(g->listener);
 	pthread_rwlock_destroy(&g->epoch_lock.l);
 	pthread_cond_destroy(&g->vcond);
 	pthread_mutex_destroy(&g->lock.m);

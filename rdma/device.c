@@ -150,6 +150,10 @@ void rdma_sq_listener_free(struct rdma_sq_listener *l)
 {
 	if (!l)
 		return;
+	if (l->region_mr)
+		ibv_dereg_mr(l->region_mr);
+	if (l->pd)
+		ibv_dealloc_pd(l->pd);
 	/* Requests still waiting in the channel are refused as it closes:
 	 * the member listens no more. */
 	if (l->id)
@@ -185,6 +189,18 @@ int rdma_sq_listener_keep(struct rdma_sq_node *node,
 	node->ech = NULL;
 	node->listen_id = NULL;
 	node->listening = false;
+	/* The protection domain and the region's registration go along
+	 * (the node uses them until it is destroyed, and does not free
+	 * them): the next node of a member keeps the same region, and
+	 * registers it again only if its access differs. What this node
+	 * made in the domain (queue pairs, windows, the cache's
+	 * registrations) goes with the node, before the next one starts. */
+	if (node->pd) {
+		l->pd = node->pd;
+		l->region_mr = node->region_mr;
+		l->region_access = rdma_sq_region_access(node);
+		node->pd_kept = true;
+	}
 	*out = l;
 	return 0;
 }
@@ -202,8 +218,13 @@ static int adopt_listener(struct rdma_sq_node *node, struct squall_error *err)
 			"listener is not on %s:%u", me->id, me->address, me->port);
 	node->ech = l->ech;
 	node->listen_id = l->id;
+	node->pd = l->pd;
+	node->adopt_mr = l->region_mr;
+	node->adopt_access = l->region_access;
 	l->ech = NULL;
 	l->id = NULL;
+	l->pd = NULL;
+	l->region_mr = NULL;
 	rdma_sq_listener_free(l);
 	node->adopt = NULL;
 	node->listening = true;
@@ -316,7 +337,10 @@ static int alloc_queues(struct rdma_sq_node *node, struct squall_error *err)
 			rdma_sq_device_name(node), da.max_cqe);
 	if ((int)node->opt.max_sge > da.max_sge)
 		node->opt.max_sge = (uint32_t)da.max_sge;
-	node->pd = ibv_alloc_pd(node->ctx);
+	/* (a kept listener brought the previous node's, on the same
+	 * device: adopt_listener) */
+	if (!node->pd)
+		node->pd = ibv_alloc_pd(node->ctx);
 	if (!node->pd)
 		return squall_error_set(err, neg_errno(), "ibv_alloc_pd(%s): %s",
 					rdma_sq_device_name(node), strerror(errno));
@@ -459,6 +483,31 @@ static int copy_group(struct rdma_sq_node *node, const struct rdma_sq_group *grp
 	return 0;
 }
 
+/* The region's registration: the previous node's, kept with its
+ * listener, when it covers exactly this region with the same access;
+ * else a new one. */
+static int register_region(struct rdma_sq_node *node, struct squall_error *err)
+{
+	int access = rdma_sq_region_access(node);
+	struct ibv_mr *old = node->adopt_mr;
+
+	node->adopt_mr = NULL;
+	if (old && old->addr == node->region && old->length == node->region_len &&
+	    node->adopt_access == access) {
+		node->region_mr = old;
+		return 0;
+	}
+	if (old)
+		ibv_dereg_mr(old);
+	node->region_mr = ibv_reg_mr(node->pd, node->region, node->region_len,
+				     access);
+	if (!node->region_mr)
+		return squall_error_set(err, neg_errno(),
+			"ibv_reg_mr(region, %zu bytes): %s", node->region_len,
+			strerror(errno));
+	return 0;
+}
+
 int rdma_sq_create(const struct rdma_sq_group *grp, uint32_t my_id,
 		   void *region, size_t region_len,
 		   const struct rdma_sq_options *opt,
@@ -512,14 +561,8 @@ int rdma_sq_create(const struct rdma_sq_group *grp, uint32_t my_id,
 		rdma_sq_odp_probe(node);
 		ret = make_cache(node, err);
 	}
-	if (!ret) {
-		node->region_mr = ibv_reg_mr(node->pd, region, region_len,
-					     rdma_sq_region_access(node));
-		if (!node->region_mr)
-			ret = squall_error_set(err, neg_errno(),
-				"ibv_reg_mr(region, %zu bytes): %s", region_len,
-				strerror(errno));
-	}
+	if (!ret)
+		ret = register_region(node, err);
 	if (ret) {
 		rdma_sq_destroy(node);
 		return ret;
@@ -584,13 +627,15 @@ void rdma_sq_destroy(struct rdma_sq_node *node)
 		ibv_dereg_mr(m->mr);
 		free(m);
 	}
-	if (node->region_mr)
+	if (node->adopt_mr)
+		ibv_dereg_mr(node->adopt_mr);
+	if (node->region_mr && !node->pd_kept)
 		ibv_dereg_mr(node->region_mr);
 	if (node->cq)
 		ibv_destroy_cq(node->cq);
 	if (node->cch)
 		ibv_destroy_comp_channel(node->cch);
-	if (node->pd)
+	if (node->pd && !node->pd_kept)
 		ibv_dealloc_pd(node->pd);
 	if (node->ech)
 		rdma_destroy_event_channel(node->ech);

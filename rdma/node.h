@@ -33,11 +33,17 @@ enum rdma_sq_peer_state {
 
 /* A listener between two nodes (rdma_sq_listener_keep): its id and the
  * channel it was created on, where requests wait (and where the last
- * node's identifiers live until that node is destroyed). */
+ * node's identifiers live until that node is destroyed); and the node's
+ * protection domain with the region's registration in it, which the next
+ * node takes over when its region and access are the same (registering
+ * a region is the dearest step of a node's set-up). */
 struct rdma_sq_listener {
 	struct rdma_event_channel *ech;
 	struct rdma_cm_id *id;
 	struct sockaddr_in addr;      /* where it listens */
+	struct ibv_pd *pd;            /* on id->verbs */
+	struct ibv_mr *region_mr;     /* in pd, or NULL */
+	int region_access;            /* region_mr's access flags */
 };
 
 struct rdma_sq_mr {
@@ -138,6 +144,13 @@ struct rdma_sq_node {
 	void *region;
 	size_t region_len;
 	struct ibv_mr *region_mr;
+	/* The previous node's registration of the region (its listener's),
+	 * until rdma_sq_create takes it as region_mr or drops it. */
+	struct ibv_mr *adopt_mr;
+	int adopt_access;
+	/* pd and region_mr left with the listener (rdma_sq_listener_keep):
+	 * this node uses them to its end, and does not free them. */
+	bool pd_kept;
 	struct rdma_sq_mr *mrs;       /* extra registrations */
 
 	/* Registrations of foreign memory, and the requests holding them.

@@ -133,6 +133,9 @@ struct rdma_sq_options {
 	 * (rdma_sq_listener_keep): the node listens on it instead of binding
 	 * a new one, so that connection requests that came in between are
 	 * answered, and the member's address never stops listening.
+	 * The node also takes over the previous node's protection domain,
+	 * and its registration of the region when this node's region and
+	 * access are the same (else it registers the region anew).
 	 * rdma_sq_create takes it over, whatever it returns. */
 	struct rdma_sq_listener *listener;
 	/* Bit i: member i of the group's list (rdma_sq_group order) kept
@@ -146,9 +149,11 @@ struct rdma_sq_options {
 };
 
 /* The listening identifier of a node taken out of it, with the node's
- * rdma_cm channel, to outlive it and serve the member's next node
- * (rdma_sq_options.listener). Connection requests that arrive meanwhile
- * wait in that channel, and the next node answers them. */
+ * rdma_cm channel, protection domain and registration of the region, to
+ * outlive it and serve the member's next node (rdma_sq_options.listener).
+ * Connection requests that arrive meanwhile wait in that channel, and
+ * the next node answers them; the next node registers its region only
+ * if it is not the same. */
 struct rdma_sq_listener;
 
 /* Take node's listener and rdma_cm channel out of it (the node then
@@ -170,7 +175,9 @@ bool rdma_sq_peer_refuses_with_hello(const struct rdma_sq_node *node,
 				     uint32_t peer);
 
 /* Close a kept listener no node took over (the requests waiting in it
- * are refused). Safe on NULL. */
+ * are refused) and free its region registration and protection domain:
+ * call it after the node it came from is destroyed, and before the
+ * region is unmapped. Safe on NULL. */
 void rdma_sq_listener_free(struct rdma_sq_listener *l);
 
 /* Create member `my_id`'s node for the group grp: find the RDMA device
