@@ -306,10 +306,14 @@ int group_epoch_teardown(struct group *g, bool keep_listener,
 		struct rdma_sq_odp_stats os;
 
 		atomic_fetch_add(&g->st_old_refused, rdma_sq_refused(g->v.node));
-		/* The cache goes with the node; its counts stay counted. */
-		regcache_stats(rdma_sq_regcache(g->v.node), &cs);
-		atomic_fetch_add(&g->st_old_cache_hits, cs.hits);
-		atomic_fetch_add(&g->st_old_cache_misses, cs.misses);
+		/* A cache that goes with the node leaves its counts counted;
+		 * one kept with the listener serves the next node, counts
+		 * and all. */
+		if (!g->listener) {
+			regcache_stats(rdma_sq_regcache(g->v.node), &cs);
+			atomic_fetch_add(&g->st_old_cache_hits, cs.hits);
+			atomic_fetch_add(&g->st_old_cache_misses, cs.misses);
+		}
 		rdma_sq_odp_stats(g->v.node, &os);
 		atomic_fetch_add(&g->st_old_odp_regs, os.registrations);
 	}

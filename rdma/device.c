@@ -23,6 +23,7 @@
 #include <squall/version.h>
 
 #include "rdma/node.h"
+#include "rdma/regcache_int.h"
 
 #define DEFAULT_WR 64
 #define MAX_WR 4096
@@ -150,6 +151,7 @@ void rdma_sq_listener_free(struct rdma_sq_listener *l)
 {
 	if (!l)
 		return;
+	regcache_destroy(l->cache);
 	if (l->region_mr)
 		ibv_dereg_mr(l->region_mr);
 	if (l->pd)
@@ -192,13 +194,16 @@ int rdma_sq_listener_keep(struct rdma_sq_node *node,
 	/* The protection domain and the region's registration go along
 	 * (the node uses them until it is destroyed, and does not free
 	 * them): the next node of a member keeps the same region, and
-	 * registers it again only if its access differs. What this node
-	 * made in the domain (queue pairs, windows, the cache's
-	 * registrations) goes with the node, before the next one starts. */
+	 * registers it again only if its access differs. The registration
+	 * cache goes too, once the node's holds are given back
+	 * (rdma_sq_destroy). What this node made in the domain for its
+	 * peers (queue pairs, windows, use-once regions) goes with the
+	 * node, before the next one starts. */
 	if (node->pd) {
 		l->pd = node->pd;
 		l->region_mr = node->region_mr;
 		l->region_access = rdma_sq_region_access(node);
+		l->cache = node->cache;
 		node->pd_kept = true;
 	}
 	*out = l;
@@ -221,10 +226,12 @@ static int adopt_listener(struct rdma_sq_node *node, struct squall_error *err)
 	node->pd = l->pd;
 	node->adopt_mr = l->region_mr;
 	node->adopt_access = l->region_access;
+	node->adopt_cache = l->cache;
 	l->ech = NULL;
 	l->id = NULL;
 	l->pd = NULL;
 	l->region_mr = NULL;
+	l->cache = NULL;
 	rdma_sq_listener_free(l);
 	node->adopt = NULL;
 	node->listening = true;
@@ -398,9 +405,13 @@ int rdma_sq_region_access(const struct rdma_sq_node *node)
 static int cache_reg(void *ctx, void *addr, size_t len, void **handle)
 {
 	struct rdma_sq_node *node = ctx;
-	int access = IBV_ACCESS_LOCAL_WRITE |
-		     (node->mw_bind ? IBV_ACCESS_MW_BIND : 0);
+	int access;
 	struct ibv_mr *mr;
+
+	/* A kept cache between two nodes serves no one. */
+	if (!node)
+		return -ENOTCONN;
+	access = IBV_ACCESS_LOCAL_WRITE | (node->mw_bind ? IBV_ACCESS_MW_BIND : 0);
 
 	if (node->odp) {
 		mr = ibv_reg_mr(node->pd, addr, len, access | IBV_ACCESS_ON_DEMAND);
@@ -430,6 +441,8 @@ static int cache_dereg(void *ctx, void *handle)
 
 static void cache_log(void *ctx, enum regcache_log_level level, const char *msg)
 {
+	if (!ctx)
+		return;
 	rdma_sq_log(ctx, level == REGCACHE_LOG_WARN ? RDMA_SQ_LOG_ERROR :
 		    RDMA_SQ_LOG_INFO, "registration cache: %s", msg);
 }
@@ -451,6 +464,13 @@ static int make_cache(struct rdma_sq_node *node, struct squall_error *err)
 	if (ret)
 		return squall_error_set(err, -ret, "pthread_mutex_init: %s",
 					strerror(ret));
+	/* The previous node's, with what it has cached and its limits. */
+	if (node->adopt_cache) {
+		node->cache = node->adopt_cache;
+		node->adopt_cache = NULL;
+		regcache_rebind(node->cache, node, node);
+		return 0;
+	}
 	return regcache_create(&cc, &node->cache, err);
 }
 
@@ -614,12 +634,17 @@ void rdma_sq_destroy(struct rdma_sq_node *node)
 	if (node->listen_id)
 		rdma_destroy_id(node->listen_id);
 	rdma_sq_listener_free(node->adopt);
-	/* holds before the cache that owns them */
+	/* holds before the cache that owns them; a cache kept for the next
+	 * node calls back into no node until that one takes it over */
 	if (node->cache) {
 		rdma_sq_hold_release_all(node);
-		regcache_destroy(node->cache);
+		if (node->pd_kept)
+			regcache_rebind(node->cache, NULL, NULL);
+		else
+			regcache_destroy(node->cache);
 		pthread_mutex_destroy(&node->hold_lock);
 	}
+	regcache_destroy(node->adopt_cache);
 	while (node->mrs) {
 		struct rdma_sq_mr *m = node->mrs;
 

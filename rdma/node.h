@@ -34,9 +34,12 @@ enum rdma_sq_peer_state {
 /* A listener between two nodes (rdma_sq_listener_keep): its id and the
  * channel it was created on, where requests wait (and where the last
  * node's identifiers live until that node is destroyed); and the node's
- * protection domain with the region's registration in it, which the next
- * node takes over when its region and access are the same (registering
- * a region is the dearest step of a node's set-up). */
+ * protection domain with what is registered in it for the member rather
+ * than for one node's peers: the region (the next node takes it over
+ * when its region and access are the same; registering a region is the
+ * dearest step of a node's set-up) and the registration cache of foreign
+ * memory (the application's buffers stay registered, and the process's
+ * unmap monitor keeps running). */
 struct rdma_sq_listener {
 	struct rdma_event_channel *ech;
 	struct rdma_cm_id *id;
@@ -44,6 +47,7 @@ struct rdma_sq_listener {
 	struct ibv_pd *pd;            /* on id->verbs */
 	struct ibv_mr *region_mr;     /* in pd, or NULL */
 	int region_access;            /* region_mr's access flags */
+	struct regcache *cache;       /* its registrations in pd, or NULL */
 };
 
 struct rdma_sq_mr {
@@ -148,9 +152,12 @@ struct rdma_sq_node {
 	 * until rdma_sq_create takes it as region_mr or drops it. */
 	struct ibv_mr *adopt_mr;
 	int adopt_access;
-	/* pd and region_mr left with the listener (rdma_sq_listener_keep):
-	 * this node uses them to its end, and does not free them. */
+	/* pd, region_mr and cache left with the listener
+	 * (rdma_sq_listener_keep): this node uses them to its end, and does
+	 * not free them. */
 	bool pd_kept;
+	/* The previous node's cache, until make_cache takes it over. */
+	struct regcache *adopt_cache;
 	struct rdma_sq_mr *mrs;       /* extra registrations */
 
 	/* Registrations of foreign memory, and the requests holding them.

@@ -45,6 +45,9 @@ struct regcache {
 	atomic_uint_fast64_t clock;        /* LRU time, advanced by writers */
 
 	struct regcache_config cfg;
+	/* cfg.ctx and cfg.log_ctx as the callbacks get them: regcache_rebind
+	 * changes them while call_rcu callbacks may run. */
+	_Atomic(void *) ctx, log_ctx;
 	uintptr_t page;
 	atomic_uint_fast64_t ev_none;      /* stays 0: no monitor */
 
@@ -81,7 +84,7 @@ static void say(struct regcache *c, enum regcache_log_level lvl,
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	c->cfg.log(c->cfg.log_ctx, lvl, buf);
+	c->cfg.log(atomic_load(&c->log_ctx), lvl, buf);
 }
 
 /* The current snapshot, for writers (under wlock). */
@@ -101,7 +104,7 @@ static void rc_barrier(void)
 
 static void entry_release(struct regcache *c, struct regcache_entry *e)
 {
-	int rc = c->cfg.dereg(c->cfg.ctx, e->handle);
+	int rc = c->cfg.dereg(atomic_load(&c->ctx), e->handle);
 	atomic_fetch_add(&c->deregs, 1);
 	if (rc) {
 		atomic_fetch_add(&c->dereg_fails, 1);
@@ -338,7 +341,7 @@ static int entry_new(struct regcache *c, uintptr_t s, uintptr_t t,
 	if (!e)
 		return -ENOMEM;
 	memset(e, 0, sz);
-	int rc = c->cfg.reg(c->cfg.ctx, (void *)s, t - s, &e->handle);
+	int rc = c->cfg.reg(atomic_load(&c->ctx), (void *)s, t - s, &e->handle);
 	if (rc) {
 		c->st.reg_failures++;
 		free(e);
@@ -430,7 +433,7 @@ static int insert(struct regcache *c, uintptr_t s, uintptr_t t,
 			remember(c, old[i]);
 		}
 		free(old);
-		c->cfg.dereg(c->cfg.ctx, e->handle);
+		c->cfg.dereg(atomic_load(&c->ctx), e->handle);
 		atomic_fetch_add(&c->deregs, 1);
 		free(e);
 		return rc;
@@ -526,7 +529,7 @@ static void invalidate_locked(struct regcache *c, uintptr_t s, uintptr_t t)
 		 * beyond the chunks; as a last resort keep them marked
 		 * invalid (never served) until the next write succeeds. */
 		for (size_t i = 0; i < nadd; i++) {
-			c->cfg.dereg(c->cfg.ctx, add[i]->handle);
+			c->cfg.dereg(atomic_load(&c->ctx), add[i]->handle);
 			atomic_fetch_add(&c->deregs, 1);
 			free(add[i]);
 		}
@@ -624,6 +627,8 @@ int regcache_create(const struct regcache_config *cfg, struct regcache **out,
 	rc_fork_safety();
 	atomic_init(&c->index, empty);
 	c->cfg = *cfg;
+	atomic_init(&c->ctx, cfg->ctx);
+	atomic_init(&c->log_ctx, cfg->log_ctx);
 	c->page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	pthread_mutex_init(&c->wlock, NULL);
 	c->ev_src = &c->ev_none;
@@ -644,6 +649,18 @@ int regcache_create(const struct regcache_config *cfg, struct regcache **out,
 	}
 	*out = c;
 	return 0;
+}
+
+void regcache_rebind(struct regcache *c, void *ctx, void *log_ctx)
+{
+	/* Writers call back under wlock; call_rcu callbacks without it:
+	 * once those queued so far have run, none still holds the old
+	 * contexts. */
+	pthread_mutex_lock(&c->wlock);
+	atomic_store(&c->ctx, ctx);
+	atomic_store(&c->log_ctx, log_ctx);
+	pthread_mutex_unlock(&c->wlock);
+	rc_barrier();
 }
 
 void regcache_destroy(struct regcache *c)

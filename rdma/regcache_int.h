@@ -178,6 +178,12 @@ bool rc_monitor_drain(uint64_t target, uint64_t *pos,
 /* Current log position, for a cache that joins. */
 uint64_t rc_monitor_log_pos(void);
 
+/* Give c's callbacks other contexts (cfg.ctx and cfg.log_ctx) from now
+ * on: when it returns, no callback runs with the old ones, and every later
+ * one gets the new. For a cache that outlives the object its callbacks
+ * were made for (a node's cache kept for the member's next node). */
+void regcache_rebind(struct regcache *c, void *ctx, void *log_ctx);
+
 /* Called by the monitor's worker: apply pending events to cache c. */
 void regcache_apply_events(struct regcache *c);
 

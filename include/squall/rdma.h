@@ -134,8 +134,10 @@ struct rdma_sq_options {
 	 * a new one, so that connection requests that came in between are
 	 * answered, and the member's address never stops listening.
 	 * The node also takes over the previous node's protection domain,
-	 * and its registration of the region when this node's region and
-	 * access are the same (else it registers the region anew).
+	 * its registration cache (rdma_sq_regcache: what it cached, with
+	 * the limits it was made with) and its registration of the region
+	 * when this node's region and access are the same (else it
+	 * registers the region anew).
 	 * rdma_sq_create takes it over, whatever it returns. */
 	struct rdma_sq_listener *listener;
 	/* Bit i: member i of the group's list (rdma_sq_group order) kept
@@ -149,8 +151,9 @@ struct rdma_sq_options {
 };
 
 /* The listening identifier of a node taken out of it, with the node's
- * rdma_cm channel, protection domain and registration of the region, to
- * outlive it and serve the member's next node (rdma_sq_options.listener).
+ * rdma_cm channel, protection domain, registration of the region and
+ * registration cache, to outlive it and serve the member's next node
+ * (rdma_sq_options.listener).
  * Connection requests that arrive meanwhile wait in that channel, and
  * the next node answers them; the next node registers its region only
  * if it is not the same. */
@@ -175,7 +178,8 @@ bool rdma_sq_peer_refuses_with_hello(const struct rdma_sq_node *node,
 				     uint32_t peer);
 
 /* Close a kept listener no node took over (the requests waiting in it
- * are refused) and free its region registration and protection domain:
+ * are refused) and free its cache, region registration and protection
+ * domain:
  * call it after the node it came from is destroyed, and before the
  * region is unmapped. Safe on NULL. */
 void rdma_sq_listener_free(struct rdma_sq_listener *l);
@@ -420,7 +424,7 @@ const char *rdma_sq_peer_error(const struct rdma_sq_node *node, uint32_t peer);
 
 /* The node's registration cache for foreign memory (for statistics,
  * regcache_invalidate() and regcache_sync()). Never NULL for a created
- * node; owned by the node. */
+ * node; owned by the node (or kept for the next, rdma_sq_listener_keep). */
 struct regcache *rdma_sq_regcache(struct rdma_sq_node *node);
 
 /*

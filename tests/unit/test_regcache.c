@@ -36,6 +36,8 @@
 
 #include <squall/regcache.h>
 
+#include "rdma/regcache_int.h"
+
 #define REC_MAGIC 0x5245474bu
 
 struct rec {
@@ -192,6 +194,82 @@ static void test_hit_after_miss(void **state)
 	regcache_destroy(c);
 	assert_int_equal(k.live, 0);
 	munmap(a, 16 * pg);
+}
+
+/* Callbacks that count by context: which one a registration or
+ * deregistration was made for. */
+struct tag_ctx {
+	atomic_long regs, deregs;
+};
+
+static int tag_reg(void *ctx, void *addr, size_t len, void **h)
+{
+	struct tag_ctx *t = ctx;
+
+	(void)addr;
+	(void)len;
+	assert_non_null(t);
+	atomic_fetch_add(&t->regs, 1);
+	*h = malloc(1);
+	return *h ? 0 : -ENOMEM;
+}
+
+static int tag_dereg(void *ctx, void *h)
+{
+	struct tag_ctx *t = ctx;
+
+	if (t)
+		atomic_fetch_add(&t->deregs, 1);
+	free(h);
+	return 0;
+}
+
+/* A cache handed from one owner to the next (a node's cache kept for the
+ * member's next node) keeps what it cached, and from the rebind on calls
+ * back with the new contexts only, deregistrations included. */
+static void test_rebind(void **state)
+{
+	(void)state;
+	struct tag_ctx a = {0}, b = {0};
+	struct regcache_config cfg = {
+		.reg = tag_reg, .dereg = tag_dereg, .ctx = &a,
+		.monitor = REGCACHE_MONITOR_OFF,
+	};
+	struct regcache *c = NULL;
+	struct regcache_reg *r;
+	struct squall_error err;
+	char *x = arena(8);
+
+	assert_int_equal(regcache_create(&cfg, &c, &err), 0);
+	assert_int_equal(regcache_get(c, x, pg, &r), 0);
+	regcache_put(c, r);
+	assert_int_equal(regcache_get(c, x + 2 * pg, pg, &r), 0);
+	regcache_put(c, r);
+	assert_int_equal(a.regs, 2);
+
+	regcache_rebind(c, &b, NULL);
+	/* Still cached: a hit, no registration for either. */
+	assert_int_equal(regcache_get(c, x + 10, 100, &r), 0);
+	regcache_put(c, r);
+	assert_int_equal(a.regs, 2);
+	assert_int_equal(b.regs, 0);
+	/* New ranges and the deregistration of an old one: the new owner. */
+	assert_int_equal(regcache_get(c, x + 4 * pg, pg, &r), 0);
+	regcache_put(c, r);
+	assert_int_equal(b.regs, 1);
+	assert_int_equal(regcache_invalidate(c, x, pg), 0);
+	regcache_sync(c);
+	assert_int_equal(b.deregs, 1);
+	assert_int_equal(a.deregs, 0);
+
+	/* Between owners: nothing is asked of anyone. */
+	regcache_rebind(c, NULL, NULL);
+	regcache_rebind(c, &a, NULL);
+	regcache_destroy(c);
+	assert_int_equal(a.deregs, 2);
+	assert_int_equal(b.deregs, 1);
+	assert_int_equal(a.regs + b.regs, 3);
+	munmap(x, 8 * pg);
 }
 
 static void test_overlap_merge(void **state)
@@ -918,6 +996,7 @@ int main(void)
 		cmocka_set_test_filter(getenv("REGCACHE_TEST"));
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_hit_after_miss),
+		cmocka_unit_test(test_rebind),
 		cmocka_unit_test(test_overlap_merge),
 		cmocka_unit_test(test_adjacent_merge),
 		cmocka_unit_test(test_merge_while_held),

@@ -354,10 +354,22 @@ static void sender(struct member *m)
 	stats_line(m, "end");
 }
 
-/* --stream K: K in-place sends of 4 MiB, each from memory malloc'd for
- * it and freed after (foreign_kill3.sh kills a member meanwhile). */
+/* --stream K: one in-place send of 4 MiB from a mapping kept to the
+ * end; K in-place sends of 4 MiB, each from memory malloc'd for it and
+ * freed after (foreign_kill3.sh kills a member meanwhile); then, once the
+ * group is in a later view, the kept mapping again, with new bytes. Its
+ * registration, made in the first view, is still good: the counters
+ * around that send (STATS when=kept_before / kept_after) show whether
+ * the view change kept it cached. */
 static void stream(struct member *m, unsigned k)
 {
+	void *kept = map(4 * MIB, NULL);
+	struct group_stats st;
+	unsigned waited = 0;
+
+	if (!kept)
+		die(m, "mmap", NULL);
+	must(m, send_round(m, kept, 4 * MIB, 0, "kept"), "send from the kept mapping");
 	mallopt(M_MMAP_THRESHOLD, 256 * 1024);
 	for (unsigned i = 0; i < k; i++) {
 		void *p = malloc(4 * MIB);
@@ -368,6 +380,14 @@ static void stream(struct member *m, unsigned k)
 		free(p);
 	}
 	stats_line(m, "end");
+	for (group_stats(m->g, &st); st.epoch == 0 && waited < 300000;
+	     group_stats(m->g, &st), waited += 10)
+		usleep(10000);
+	stats_line(m, "kept_before");
+	must(m, send_round(m, kept, 4 * MIB, 0, "kept_again"),
+	     "send from the kept mapping in the next view");
+	stats_line(m, "kept_after");
+	munmap(kept, 4 * MIB);
 }
 
 int main(int argc, char **argv)
