@@ -87,9 +87,24 @@ static int grant_of(void *arg, uint32_t id, enum rdma_sq_target purpose,
 	}
 }
 
+_Static_assert((int)GROUP_LOG_ERROR == (int)RDMA_SQ_LOG_ERROR &&
+	       (int)GROUP_LOG_INFO == (int)RDMA_SQ_LOG_INFO &&
+	       (int)GROUP_LOG_DEBUG == (int)RDMA_SQ_LOG_DEBUG, "log levels");
+
+/* The transport's lines go to the application's log upcall. */
+static void rdma_log(void *arg, int level, const char *msg)
+{
+	struct group *g = arg;
+
+	if (g->cb.log && !atomic_load(&g->log_quiet))
+		g->cb.log(g->ctx, level, msg);
+}
+
 static int start_rdma(struct group *g, struct squall_error *err)
 {
 	struct rdma_sq_options ro = {
+		.log = rdma_log,
+		.log_arg = g,
 		.max_send_wr = 512,
 		.max_recv_wr = GROUP_RECV_DEPTH + 16,
 		.max_sge = 16,
@@ -99,6 +114,7 @@ static int start_rdma(struct group *g, struct squall_error *err)
 	uint64_t t = group_now_ms();
 	int r;
 
+	atomic_store(&g->log_quiet, false);
 	/* The node takes the kept listener over, whatever happens. */
 	g->listener = NULL;
 	for (uint32_t i = 0; i < g->vcfg.nmembers; i++) {
@@ -286,6 +302,7 @@ int group_epoch_teardown(struct group *g, bool keep_listener,
 
 	group_assert_swap(g);
 	atomic_store(&g->ready, false);
+	atomic_store(&g->log_quiet, true);
 	keep_timing(g, true);
 	sst_destroy(g->v.t);
 	g->v.t = NULL;

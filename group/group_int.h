@@ -378,6 +378,9 @@ struct group {
 	/* Application threads use g->v under epoch_lock (read); the view
 	 * thread swaps it under it (write). */
 	struct group_rwlock epoch_lock;
+	atomic_bool log_quiet;          /* the view is torn down: what its
+					   transport sees failing then is the
+					   teardown, not news for the log */
 	atomic_bool ready;              /* every peer's ring is known: SMC may
 					   post (nulls included) */
 	atomic_bool wedged;             /* sends wait for the next view */

@@ -151,6 +151,25 @@ struct group_callbacks {
 	 * otherwise. */
 	void (*send_mem_done)(void *ctx, const void *ptr, size_t len,
 			      int code, const char *why);
+	/* A line (no newline) of what the member's transport saw, as it
+	 * happens, at a level of enum group_log_level: a connection it
+	 * refused and why (a process without the group key, with another
+	 * group file or wire version, not a squall member at all), a peer
+	 * found gone, a registration cache warning (GROUP_LOG_ERROR); the
+	 * device it runs on (GROUP_LOG_INFO); each connection event
+	 * (GROUP_LOG_DEBUG); nothing of a view's connections once the
+	 * member tears that view down. Unlike the other upcalls it may
+	 * run on any thread the group uses, at the same time as another
+	 * upcall, and must not call into the group. May be NULL: the lines
+	 * are dropped (the library itself writes none). */
+	void (*log)(void *ctx, int level, const char *msg);
+};
+
+/* The levels of the log upcall's lines. */
+enum group_log_level {
+	GROUP_LOG_ERROR = 0,
+	GROUP_LOG_INFO = 1,
+	GROUP_LOG_DEBUG = 2,
 };
 
 /* Load the group file at cfg_path and create member my_id's end of the

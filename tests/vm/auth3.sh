@@ -3,8 +3,8 @@
 #  - members 1 and 2 wait for member 0. A process that has the group file
 #    and claims to be member 0 connects, first with another key, then with
 #    no key_file: both times 1 and 2 refuse it without stopping (and count
-#    it), and the impostor fails with an error naming who refused it and
-#    why. Then the real member 0 starts, and the three deliver as one;
+#    it, and say whom they refused and why through the log upcall), and
+#    the impostor fails with an error naming who refused it and why. Then the real member 0 starts, and the three deliver as one;
 #  - a key file others may read is refused before anything connects.
 N=3
 . "$SRC/tests/vm/group_common.sh"
@@ -66,6 +66,15 @@ for i in 1 2; do
         fail "real: member $i counted $(field real "$i" refused) refused connections, not 2"
 done
 echo "ok: real: members 1 and 2 refused both impostors (group_stats refused=2) and went on with the real member 0"
+# The refusing side says whom it refused and why, through the log upcall.
+for i in 1 2; do
+    refusals=$(grep "^member $i: log: member $i refused a connection claiming to be member 0 (10.77.0.1:7400): " "$OUT/real.$i.err" || true)
+    [ "$(printf '%s\n' "$refusals" | grep -c .)" -ge 2 ] ||
+        fail "real: member $i's log upcall did not report both refusals: $(cat "$OUT/real.$i.err")"
+    printf '%s\n' "$refusals" | grep -q "does not authenticate" ||
+        fail "real: member $i's log does not say the impostor without a key does not authenticate: $refusals"
+done
+echo "ok: real: the log upcall of member 1 said: $(grep -m2 "^member 1: log: " "$OUT/real.1.err" | tr '\n' '|')"
 
 # A key file its group or others may read is refused before anything.
 chmod 644 "$OUT/group.key"

@@ -20,6 +20,9 @@
  *         group key)
  * (latency: own messages, send to own delivery.)
  *
+ * The transport's error lines (the log upcall) go to stderr, prefixed
+ * "member ID: log: ".
+ *
  * p2p mode: every member sends a request to every other member and answers
  * each request it gets; one line P2P member=ID requests=R replies=A bad=B.
  *
@@ -217,6 +220,15 @@ static void on_failure(void *ctx, uint32_t member, const char *why)
 	atomic_store(&m->failed, true);
 }
 
+/* The transport's errors, on stderr (auth3.sh reads the refusals). */
+static void on_log(void *ctx, int level, const char *msg)
+{
+	struct member *m = ctx;
+
+	if (level == GROUP_LOG_ERROR)
+		fprintf(stderr, "member %u: log: %s\n", m->id, msg);
+}
+
 static void p2p_receive(void *ctx, uint32_t sender, const struct buf_desc *d)
 {
 	struct member *m = ctx;
@@ -353,7 +365,8 @@ int main(int argc, char **argv)
 	struct group_config *cfg = calloc(1, sizeof(*cfg));
 	struct group_callbacks cb = { .deliver = deliver,
 				      .p2p_receive = p2p_receive,
-				      .failure = on_failure };
+				      .failure = on_failure,
+				      .log = on_log };
 	const char *cfg_path = NULL, *id = NULL, *sets[MAX_SETS];
 	size_t nsets = 0;
 	struct squall_error err;
