@@ -21,7 +21,9 @@
 # tests/vm/view_common.sh), waits until every survivor installed the view
 # of exactly the survivors, lets them stream AFTER s more and closes.
 # Figures per survivor: death to that view (wall clock, the VIEW line
-# against the DYING line or the kill), the group's own wedge-to-installed
+# against the DYING line or the kill), of which detect is the part before
+# the view change began (the dying process's exit, the peers noticing it,
+# the suspicion reaching this survivor), the group's own wedge-to-installed
 # time of its last change (last_view_change_ms) and its parts (agreement,
 # delivering to the trim, teardown, build and, of the build, connecting:
 # group_stats(3)), messages sent, delivered and resent after a trim,
@@ -70,6 +72,7 @@ rows=()
 csv_rows=()
 view_ms=()
 parts=()  # "agree deliver teardown build connect" (ms) of each survivor
+detects=()  # death to the wedge (ms) of each survivor
 lost=0 dups=0 violations=0
 for r in $(seq 1 "$ROUNDS"); do
     k=${KINDS[$(( (r - 1) % ${#KINDS[@]} ))]}
@@ -133,14 +136,18 @@ for r in $(seq 1 "$ROUNDS"); do
         # agree deliver teardown build connect, ms (numbers: split below)
         pv=$(for p in agree deliver teardown build connect; do echo -n "$(val0 "$f" RESULT ${p}_ms) "; done)
         parts+=("$pv")
+        # Death to the wedge: the rest of death_to_ms before the
+        # group's own wedge-to-installed time.
+        det=$(( $(view_of "$f" "$members") - since - $(val0 "$f" RESULT view_change_ms) ))
+        detects+=("$det")
         # shellcheck disable=SC2086
-        rows+=("$(printf "%-16s %-7s %10s %10s %6s %7s %8s %6s %7s %8s %10s %7s %5s %5s %5s" "$r:$k" "$i" \
-            $(( $(view_of "$f" "$members") - since )) "$(val0 "$f" RESULT view_change_ms)" $pv \
+        rows+=("$(printf "%-16s %-7s %10s %6s %10s %6s %7s %8s %6s %7s %8s %10s %7s %5s %5s %5s" "$r:$k" "$i" \
+            $(( $(view_of "$f" "$members") - since )) "$det" "$(val0 "$f" RESULT view_change_ms)" $pv \
             "$(val0 "$f" RESULT sent)" "$(val0 "$f" RESULT delivered)" "$(val0 "$f" STATS resent)" \
             "$(val0 "$f" RESULT dup)" "$(val0 "$f" RESULT gap)" "$(val0 "$f" RESULT bad)")")
         # shellcheck disable=SC2086
         csv_rows+=("$(printf '%q ' "$r" "$k" "$i" $(( $(view_of "$f" "$members") - since )) \
-            "$(val0 "$f" RESULT view_change_ms)" $pv "$(val0 "$f" RESULT sent)" \
+            "$det" "$(val0 "$f" RESULT view_change_ms)" $pv "$(val0 "$f" RESULT sent)" \
             "$(val0 "$f" RESULT delivered)" "$(val0 "$f" STATS resent)" \
             "$(val0 "$f" RESULT dup)" "$(val0 "$f" RESULT gap)" "$(val0 "$f" RESULT bad)")")
     done
@@ -151,13 +158,13 @@ med=$(median "${view_ms[@]}")
 
 echo
 echo "Membership: a member of $N dies while all stream at $RATE msgs/s each ($SETS)"
-printf "%-16s %-7s %10s %10s %6s %7s %8s %6s %7s %8s %10s %7s %5s %5s %5s\n" round member death_to_ms wedge_ms \
-    agree deliver teardown build connect sent delivered resent dup gap bad
+printf "%-16s %-7s %10s %6s %10s %6s %7s %8s %6s %7s %8s %10s %7s %5s %5s %5s\n" round member death_to_ms detect \
+    wedge_ms agree deliver teardown build connect sent delivered resent dup gap bad
 printf '%s\n' "${rows[@]}"
 # membership.csv: the table, one row per survivor of each round.
 . "$SRC/bench/lib/csv.sh"
 csv_dir membership
-csv_header membership round kind member death_to_view_ms wedge_to_installed_ms agree_ms \
+csv_header membership round kind member death_to_view_ms detect_ms wedge_to_installed_ms agree_ms \
     deliver_ms teardown_ms build_ms connect_ms sent delivered resent dup gap bad
 for row in "${csv_rows[@]}"; do
     eval "csv_row membership $row"
@@ -169,9 +176,10 @@ printf "%-44s %s\n" "view change, median of rounds, ms" "$med"
 partmed() { median $(printf '%s\n' "${parts[@]}" | awk -v c="$1" '{ print $c }'); }
 pm_agree=$(partmed 1) pm_deliver=$(partmed 2) pm_teardown=$(partmed 3)
 pm_build=$(partmed 4) pm_connect=$(partmed 5)
+pm_detect=$(median "${detects[@]}")
 printf "%-44s %s\n" "its parts, medians over survivors, ms" \
-    "agree $pm_agree, deliver $pm_deliver, teardown $pm_teardown, build $pm_build (connect $pm_connect)"
+    "detect $pm_detect, then agree $pm_agree, deliver $pm_deliver, teardown $pm_teardown, build $pm_build (connect $pm_connect)"
 printf "%-44s %s\n" "messages of live senders lost (all rounds)" "$lost"
 printf "%-44s %s\n" "messages delivered twice (all rounds)" "$dups"
 printf "%-44s %s\n" "vs_check violations (all rounds)" "$violations"
-echo "SUMMARY membership view_change_ms=$med lost=$lost duplicated=$dups violations=$violations members=$N rounds=$ROUNDS agree_ms=$pm_agree deliver_ms=$pm_deliver teardown_ms=$pm_teardown build_ms=$pm_build connect_ms=$pm_connect"
+echo "SUMMARY membership view_change_ms=$med lost=$lost duplicated=$dups violations=$violations members=$N rounds=$ROUNDS detect_ms=$pm_detect agree_ms=$pm_agree deliver_ms=$pm_deliver teardown_ms=$pm_teardown build_ms=$pm_build connect_ms=$pm_connect"

@@ -179,9 +179,12 @@ bool rc_monitor_drain(uint64_t target, uint64_t *pos,
 uint64_t rc_monitor_log_pos(void);
 
 /* Give c's callbacks other contexts (cfg.ctx and cfg.log_ctx) from now
- * on: when it returns, no callback runs with the old ones, and every later
- * one gets the new. For a cache that outlives the object its callbacks
- * were made for (a node's cache kept for the member's next node). */
+ * on: when it returns, no call_rcu callback runs with the old ones, and
+ * every later call gets the new. No other thread may get or put on c
+ * meanwhile (a put that drops the last reference calls back on its own
+ * thread). For a cache that outlives the object its callbacks were made
+ * for (a node's cache kept for the member's next node, while the group's
+ * view change holds every sender out). */
 void regcache_rebind(struct regcache *c, void *ctx, void *log_ctx);
 
 /* Called by the monitor's worker: apply pending events to cache c. */
