@@ -313,9 +313,11 @@ bool stats_rate(const struct stats_parsed *prev, const struct stats_parsed *cur,
 
 	const struct stats_entry *ea = stats_find(prev, "epoch");
 	const struct stats_entry *eb = stats_find(cur, "epoch");
-	/* The view's parts count from zero in each view. */
+	/* The view's transports count from zero in each view; the group,
+	 * the allocator and the registration cache (a survivor keeps it)
+	 * count on. */
 	bool per_view = strncmp(key, "group.", 6) && strncmp(key, "alloc.", 6) &&
-			strncmp(key, "stats.", 6);
+			strncmp(key, "stats.", 6) && strncmp(key, "regcache.", 9);
 
 	if (per_view && (!ea || !eb || strcmp(ea->value, eb->value)))
 		return false;

@@ -7,7 +7,8 @@
  * complete snapshot or the one before). Its first line is
  * "squall_stats=1", the format's version. Keys are dotted by where the
  * counter lives: group.*, alloc.* (the allocator, all size classes
- * together), regcache.* (the view's registration cache), smc.*, rdmc.*
+ * together), regcache.* (the member's registration cache, which a
+ * survivor keeps from view to view), smc.*, rdmc.*
  * and sst.* (the current view's transports, counted from zero in each
  * view). Pure: no running group; group/stats.c fills a snapshot, and
  * tools/squall-stat.c and the unit tests parse it.

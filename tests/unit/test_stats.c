@@ -218,8 +218,8 @@ static void test_write_file(void **state)
 }
 
 /* Rates: per second of the member's uptime, for counters only, not
- * across a restart (another pid) nor, for a view's parts, across a view
- * change. */
+ * across a restart (another pid) nor, for a view's transports, across a
+ * view change. */
 static void test_rates(void **state)
 {
 	static char buf[STATS_FILE_MAX];
@@ -253,13 +253,17 @@ static void test_rates(void **state)
 	/* Backwards (uptime or value) or no time passed: none. */
 	assert_false(stats_rate(&b, &a, "group.delivered", &r));
 	assert_false(stats_rate(&a, &a, "group.delivered", &r));
-	/* A new view: the group's counters go on, the view's start over. */
+	/* A new view: the group's counters go on, and the registration
+	 * cache's (a survivor keeps its cache); the transports' start over. */
 	s.epoch = 2;
 	s.smc.sends = 40;
+	s.regcache.hits = 25;
 	stats_format(&s, buf, sizeof(buf));
 	parse_ok(buf, &b);
 	assert_true(stats_rate(&a, &b, "group.delivered", &r));
 	assert_false(stats_rate(&a, &b, "smc.sends", &r));
+	assert_true(stats_rate(&a, &b, "regcache.hits", &r));
+	assert_true(r > 9.9 && r < 10.1);
 	/* Another process. */
 	s.epoch = 1;
 	s.pid = 4343;
