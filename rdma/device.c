@@ -224,16 +224,9 @@ static int adopt_listener(struct rdma_sq_node *node, struct squall_error *err)
 	node->ech = l->ech;
 	node->listen_id = l->id;
 	node->pd = l->pd;
-	node->adopt_mr = l->region_mr;
-	node->adopt_access = l->region_access;
-	node->adopt_cache = l->cache;
 	l->ech = NULL;
 	l->id = NULL;
 	l->pd = NULL;
-	l->region_mr = NULL;
-	l->cache = NULL;
-	rdma_sq_listener_free(l);
-	node->adopt = NULL;
 	node->listening = true;
 	return 0;
 }
@@ -465,9 +458,9 @@ static int make_cache(struct rdma_sq_node *node, struct squall_error *err)
 		return squall_error_set(err, -ret, "pthread_mutex_init: %s",
 					strerror(ret));
 	/* The previous node's, with what it has cached and its limits. */
-	if (node->adopt_cache) {
-		node->cache = node->adopt_cache;
-		node->adopt_cache = NULL;
+	if (node->adopt && node->adopt->cache) {
+		node->cache = node->adopt->cache;
+		node->adopt->cache = NULL;
 		regcache_rebind(node->cache, node, node);
 		return 0;
 	}
@@ -509,16 +502,19 @@ static int copy_group(struct rdma_sq_node *node, const struct rdma_sq_group *grp
 static int register_region(struct rdma_sq_node *node, struct squall_error *err)
 {
 	int access = rdma_sq_region_access(node);
-	struct ibv_mr *old = node->adopt_mr;
+	struct rdma_sq_listener *l = node->adopt;
+	struct ibv_mr *old = l ? l->region_mr : NULL;
 
-	node->adopt_mr = NULL;
 	if (old && old->addr == node->region && old->length == node->region_len &&
-	    node->adopt_access == access) {
+	    l->region_access == access) {
 		node->region_mr = old;
+		l->region_mr = NULL;
 		return 0;
 	}
-	if (old)
+	if (old) {
 		ibv_dereg_mr(old);
+		l->region_mr = NULL;
+	}
 	node->region_mr = ibv_reg_mr(node->pd, node->region, node->region_len,
 				     access);
 	if (!node->region_mr)
@@ -587,6 +583,9 @@ int rdma_sq_create(const struct rdma_sq_group *grp, uint32_t my_id,
 		rdma_sq_destroy(node);
 		return ret;
 	}
+	/* The kept listener is empty now. */
+	rdma_sq_listener_free(node->adopt);
+	node->adopt = NULL;
 	*out = node;
 	return 0;
 }
@@ -644,7 +643,6 @@ void rdma_sq_destroy(struct rdma_sq_node *node)
 			regcache_destroy(node->cache);
 		pthread_mutex_destroy(&node->hold_lock);
 	}
-	regcache_destroy(node->adopt_cache);
 	while (node->mrs) {
 		struct rdma_sq_mr *m = node->mrs;
 
@@ -652,8 +650,6 @@ void rdma_sq_destroy(struct rdma_sq_node *node)
 		ibv_dereg_mr(m->mr);
 		free(m);
 	}
-	if (node->adopt_mr)
-		ibv_dereg_mr(node->adopt_mr);
 	if (node->region_mr && !node->pd_kept)
 		ibv_dereg_mr(node->region_mr);
 	if (node->cq)

@@ -126,7 +126,10 @@ struct rdma_sq_node {
 	struct rdma_event_channel *ech;
 	struct rdma_cm_id *listen_id;
 	bool listening;               /* rdma_listen done (or kept so) */
-	struct rdma_sq_listener *adopt; /* opt.listener, until taken over */
+	/* opt.listener, until rdma_sq_create ends: bind_listener takes its
+	 * channel, id and protection domain, make_cache its cache and
+	 * register_region its region registration (when it fits). */
+	struct rdma_sq_listener *adopt;
 	struct ibv_context *ctx;      /* owned by librdmacm */
 	uint8_t port;
 	struct ibv_pd *pd;
@@ -148,16 +151,10 @@ struct rdma_sq_node {
 	void *region;
 	size_t region_len;
 	struct ibv_mr *region_mr;
-	/* The previous node's registration of the region (its listener's),
-	 * until rdma_sq_create takes it as region_mr or drops it. */
-	struct ibv_mr *adopt_mr;
-	int adopt_access;
 	/* pd, region_mr and cache left with the listener
 	 * (rdma_sq_listener_keep): this node uses them to its end, and does
 	 * not free them. */
 	bool pd_kept;
-	/* The previous node's cache, until make_cache takes it over. */
-	struct regcache *adopt_cache;
 	struct rdma_sq_mr *mrs;       /* extra registrations */
 
 	/* Registrations of foreign memory, and the requests holding them.
