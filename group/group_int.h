@@ -145,6 +145,9 @@ struct group_item {
  * small messages whose view ended (its lease is the kept record's), or
  * one of mine sent in place (the memory is its sender's: nothing to give
  * back). */
+/* upcall_ptr's mark: released while its upcall ran. */
+#define GROUP_UPCALL_RELEASED(g) ((void *)&(g)->upcall_ptr)
+
 enum group_kept_kind { KEPT_SMC = 1, KEPT_RDMC_RECV, KEPT_RDMC_SENT,
 		       KEPT_OWN_SMC, KEPT_IN_PLACE };
 struct group_kept {
@@ -366,6 +369,12 @@ struct group {
 	struct group_mutex lock;
 	pthread_cond_t room;
 	struct group_kept *kept;
+	/* The delivery whose deliver upcall runs (its ptr, else NULL), or
+	 * GROUP_UPCALL_RELEASED once another thread gave it back with
+	 * group_release before the upcall returned. Set by the progress
+	 * thread; changed by group_release under lock; taken back with the
+	 * keep record under lock (order.c). */
+	_Atomic(void *) upcall_ptr;
 	unsigned rdmc_inflight;
 	uint64_t next_msg;
 	struct group_own *own;

@@ -46,29 +46,63 @@ static void keep(struct group *g, enum group_kept_kind kind,
 	struct group_rings *rg = kind == KEPT_SMC ? g->v.cur_rings : NULL;
 
 	struct group_kept *k = calloc(1, sizeof(*k));
+	bool released;
 
-	if (!k) {
-		/* Cannot track it: give it back now rather than leak it. */
-		group_fail(g, -ENOMEM, "out of memory keeping a delivery");
-		if (kind == KEPT_SMC)
-			smc_core_release(g->v.core, m);
-		else if (kind == KEPT_RDMC_RECV)
-			alloc_release(g->a, d);
-		else if (kind != KEPT_IN_PLACE)
-			alloc_complete(g->a, d);
-		return;
+	if (k) {
+		k->kind = kind;
+		k->d = *d;
+		k->rings = rg;
+		if (m)
+			k->m = *m;
 	}
-	k->kind = kind;
-	k->d = *d;
-	k->rings = rg;
-	if (m)
-		k->m = *m;
+	/* The record goes in under the lock that group_release looks in:
+	 * a release from another thread either finds it, or came while the
+	 * upcall still ran and marked upcall_ptr. */
 	group_lock(g);
-	if (rg)
-		rg->kept++;
-	k->next = g->kept;
-	g->kept = k;
+	released = atomic_exchange(&g->upcall_ptr, NULL) ==
+		   GROUP_UPCALL_RELEASED(g);
+	if (k && !released) {
+		if (rg)
+			rg->kept++;
+		k->next = g->kept;
+		g->kept = k;
+	}
 	group_unlock(g);
+	if (k && !released)
+		return;
+	free(k);
+	/* Given back already, or cannot be tracked: give it back now rather
+	 * than leak it. */
+	if (!released)
+		group_fail(g, -ENOMEM, "out of memory keeping a delivery");
+	if (kind == KEPT_SMC)
+		smc_core_release(g->v.core, m);
+	else if (kind == KEPT_RDMC_RECV)
+		alloc_release(g->a, d);
+	else if (kind != KEPT_IN_PLACE)
+		alloc_complete(g->a, d);
+}
+
+/* The deliver upcall. When it keeps d, upcall_ptr stays d->ptr until
+ * keep() records it; otherwise it is taken back here. */
+static bool upcall_deliver(struct group *g, uint32_t sender, uint64_t seq,
+			   const struct buf_desc *d)
+{
+	bool kept;
+
+	atomic_store_explicit(&g->upcall_ptr, d->ptr, memory_order_release);
+	kept = g->cb.deliver(g->ctx, g->v.ids[sender], g->seq_base + seq, d);
+	if (!kept && atomic_exchange(&g->upcall_ptr, NULL) ==
+		     GROUP_UPCALL_RELEASED(g) && g->cb.log) {
+		char msg[160];
+
+		snprintf(msg, sizeof(msg), "member %u: group_release of member "
+			 "%u's delivery %" PRIu64 ", which the deliver upcall "
+			 "did not keep: ignored", g->my_id, g->v.ids[sender],
+			 g->seq_base + seq);
+		g->cb.log(g->ctx, GROUP_LOG_ERROR, msg);
+	}
+	return kept;
 }
 
 static void count_delivery(struct group *g, uint32_t sender, size_t len)
@@ -83,12 +117,9 @@ static void count_delivery(struct group *g, uint32_t sender, size_t len)
 static bool deliver_small(struct group *g, const struct smc_msg *m)
 {
 	struct buf_desc d = { (void *)m->data, m->len };
-	bool kept;
 
 	count_delivery(g, m->sender, m->len);
-	kept = g->cb.deliver(g->ctx, g->v.ids[m->sender], g->seq_base + m->seq,
-			     &d);
-	return kept;
+	return upcall_deliver(g, m->sender, m->seq, &d);
 }
 
 static void deliver_large(struct group *g, struct group_xfer *x)
@@ -122,8 +153,7 @@ static void deliver_large(struct group *g, struct group_xfer *x)
 		return;
 	}
 	count_delivery(g, x->sender, x->d.len);
-	kept = g->cb.deliver(g->ctx, g->v.ids[x->sender], g->seq_base + x->seq,
-			     &x->d);
+	kept = upcall_deliver(g, x->sender, x->seq, &x->d);
 	if (mine && group_in_place(g, &x->d)) {
 		/* The caller's memory: its send returns now, kept or not. */
 		if (kept)

@@ -603,8 +603,19 @@ int group_release(struct group *g, const struct buf_desc *d)
 		if ((*p)->d.ptr == d->ptr)
 			break;
 	k = *p;
-	if (k)
+	if (k) {
 		*p = k->next;
+	} else {
+		/* Handed on by a deliver upcall that has not returned yet:
+		 * the group gives it back once it returns. */
+		void *cur = d->ptr;
+
+		if (cur && atomic_compare_exchange_strong(&g->upcall_ptr, &cur,
+					GROUP_UPCALL_RELEASED(g))) {
+			group_unlock(g);
+			return 0;
+		}
+	}
 	group_unlock(g);
 	if (!k)
 		return -EINVAL;

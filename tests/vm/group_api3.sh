@@ -2,6 +2,8 @@
 #  - point-to-point request/reply between every pair;
 #  - group_close loses nothing: every member sends 300 messages and closes
 #    at once; close returns only when every member delivered all 900;
+#  - a deliver upcall may hand its delivery to another thread, which
+#    releases it before the upcall returns true;
 #  - a member killed with kill -9 while all stream: the other two (a
 #    majority of 3) are told through the failure upcall, naming it, go on
 #    in a view without it and deliver every message of each other's, in
@@ -21,6 +23,12 @@ echo "ok: p2p: every member answered both others' requests and got both replies"
 
 run_members close 600 "$GM" --count 300
 check_order close
+
+# Every delivery handed by its upcall to another thread, which checks and
+# releases it before the upcall returns true: each release is accepted
+# (an error counts as bad) and the group gives the memory back.
+run_members handoff 600 "$GM" --count 300 --sizes 64,2000,20000 --handoff
+check_order handoff
 
 # kill -9 of member 2 once every member streams.
 for i in 0 1 2; do

@@ -12,8 +12,12 @@
  * every checksum matches; a running hash over (sender, seq, index) shows
  * the order. --hold-ms keeps every delivered small message for that long
  * (a thread releases it later, after checking its bytes again: a slot
- * overwritten while held is caught). Then group_close, which must deliver
- * everything, and one line:
+ * overwritten while held is caught). --handoff: the deliver upcall
+ * hands each delivery to that thread, which checks and releases it while
+ * the upcall waits; the upcall returns true (keeps it) only after the
+ * release returned, as an application that passes deliveries to a worker
+ * may find. Every group_release must return 0. Then group_close, which
+ * must deliver everything, and one line:
  *   ORDER member=ID delivered=N expected=E bad=B hash=H copies=C
  *         payload_copies=P send_waits=W held_max=M lat_p50_us=..
  *         lat_p99_us=.. secs=.. refused=R (connections refused for the
@@ -81,6 +85,13 @@ struct member {
 	unsigned hhead, htail;
 	unsigned held_max;      /* most messages held at once */
 	atomic_bool stop;
+	/* --handoff: the delivery the upcall hands on (under lock) */
+	bool handoff;
+	pthread_cond_t hand_cond;
+	struct buf_desc hand_d;
+	int hand_state;         /* 1: handed on, 2: released */
+	bool hand_closed;       /* the releaser ended: keep nothing */
+	atomic_uint_fast64_t release_errors;
 
 	/* p2p */
 	atomic_uint requests, replies;
@@ -161,6 +172,22 @@ static bool deliver(void *ctx, uint32_t sender, uint64_t seq,
 		m->lat_ns[m->nlat++] = now_ns() - m->sent_ns[idx];
 	m->hash = mix(m->hash ^ ((uint64_t)sender << 32 | idx) ^ mix(seq));
 	__atomic_store_n(&m->delivered, m->delivered + 1, __ATOMIC_RELAXED);
+	if (m->handoff) {
+		/* The other thread releases it before this returns true. */
+		pthread_mutex_lock(&m->lock);
+		if (m->hand_closed) {
+			pthread_mutex_unlock(&m->lock);
+			return false;
+		}
+		m->hand_d = *d;
+		m->hand_state = 1;
+		pthread_cond_broadcast(&m->hand_cond);
+		while (m->hand_state != 2)
+			pthread_cond_wait(&m->hand_cond, &m->lock);
+		m->hand_state = 0;
+		pthread_mutex_unlock(&m->lock);
+		return true;
+	}
 	if (m->hold_ms || large) {
 		bool kept = false;
 
@@ -179,7 +206,26 @@ static bool deliver(void *ctx, uint32_t sender, uint64_t seq,
 	return false;
 }
 
-/* Release held messages when their time is up, checking them again. */
+/* Give a delivery back; a refusal counts as an error. */
+static void release(struct member *m, const struct buf_desc *d,
+		    const char *what)
+{
+	int r;
+
+	/* A delivery can come as group_create returns, before main stored
+	 * the group (group.h). */
+	while (!__atomic_load_n(&m->g, __ATOMIC_ACQUIRE))
+		nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+	r = group_release(m->g, d);
+	if (r) {
+		fprintf(stderr, "member %u: group_release of %s (%zu bytes): "
+			"%s\n", m->id, what, d->len, strerror(-r));
+		atomic_fetch_add(&m->release_errors, 1);
+	}
+}
+
+/* Release held messages when their time is up, checking them again;
+ * with --handoff, each delivery its upcall hands on. */
 static void *releaser(void *arg)
 {
 	struct member *m = arg;
@@ -189,6 +235,35 @@ static void *releaser(void *arg)
 		bool have = false;
 
 		pthread_mutex_lock(&m->lock);
+		if (m->handoff) {
+			struct timespec ts;
+
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_nsec += 1000000;
+			if (ts.tv_nsec >= 1000000000) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000;
+			}
+			if (m->hand_state != 1)
+				pthread_cond_timedwait(&m->hand_cond, &m->lock,
+						       &ts);
+			if (m->hand_state == 1) {
+				struct buf_desc d = m->hand_d;
+				uint32_t s, idx;
+
+				if (!check_hdr(&d, &s, &idx, true)) {
+					fprintf(stderr, "member %u: a handed "
+						"on delivery is damaged\n",
+						m->id);
+					atomic_fetch_add(&m->release_errors, 1);
+				}
+				release(m, &d, "a delivery its upcall handed on");
+				m->hand_state = 2;
+				pthread_cond_broadcast(&m->hand_cond);
+			}
+			pthread_mutex_unlock(&m->lock);
+			continue;
+		}
 		if (m->hhead != m->htail &&
 		    m->held[m->hhead % HOLD_MAX].until_ns <= now_ns()) {
 			h = m->held[m->hhead++ % HOLD_MAX];
@@ -206,8 +281,17 @@ static void *releaser(void *arg)
 				"under it (overwritten)\n", m->id);
 			m->bad++;
 		}
-		group_release(m->g, &h.d);
+		release(m, &h.d, "a held delivery");
 	}
+	/* Later upcalls keep nothing; one waiting now gets its answer. */
+	pthread_mutex_lock(&m->lock);
+	m->hand_closed = true;
+	if (m->hand_state == 1) {
+		release(m, &m->hand_d, "a delivery its upcall handed on");
+		m->hand_state = 2;
+		pthread_cond_broadcast(&m->hand_cond);
+	}
+	pthread_mutex_unlock(&m->lock);
 	return NULL;
 }
 
@@ -359,6 +443,7 @@ int main(int argc, char **argv)
 		{ "smc-between", required_argument, 0, 'b' },
 		{ "hold-ms", required_argument, 0, 'h' },
 		{ "p2p", no_argument, 0, 'p' },
+		{ "handoff", no_argument, 0, 'o' },
 		{ 0, 0, 0, 0 },
 	};
 	struct member *m = calloc(1, sizeof(*m));
@@ -379,6 +464,7 @@ int main(int argc, char **argv)
 	if (!m || !cfg)
 		return 1;
 	pthread_mutex_init(&m->lock, NULL);
+	pthread_cond_init(&m->hand_cond, NULL);
 	m->count = 1000;
 	m->senders = UINT32_MAX;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
@@ -396,10 +482,11 @@ int main(int argc, char **argv)
 		case 'b': m->smc_between = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'h': m->hold_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'p': m->p2p = true; break;
+		case 'o': m->handoff = true; break;
 		default:
 			fprintf(stderr, "usage: group_member --config CFG --id N "
 				"[--set k=v] [--senders K] [--count N] [--sizes B,..] "
-				"[--smc-between K] [--hold-ms MS] [--p2p]\n");
+				"[--smc-between K] [--hold-ms MS] [--handoff] [--p2p]\n");
 			return 2;
 		}
 	}
@@ -421,6 +508,9 @@ int main(int argc, char **argv)
 	m->sent_ns = calloc(m->count + 1, 8);
 	m->lat_ns = calloc(m->count + 1, 8);
 	m->hash = 0x9e3779b97f4a7c15ull;
+	/* Running before the group exists: a handed-on delivery may come
+	 * before group_create returns. */
+	pthread_create(&rel, NULL, releaser, m);
 	__atomic_store_n(&m->g, group_create_cfg(cfg, m->id, &cb, m, &err),
 			 __ATOMIC_RELEASE);
 	if (!m->g) {
@@ -434,7 +524,6 @@ int main(int argc, char **argv)
 	if (m->senders > m->n)
 		m->senders = m->n;
 	expected = m->p2p ? 0 : (uint64_t)m->senders * m->count;
-	pthread_create(&rel, NULL, releaser, m);
 	t0 = now_ns();
 	if (m->p2p)
 		r = run_p2p(m);
@@ -456,8 +545,9 @@ int main(int argc, char **argv)
 
 			if (!check_hdr(&h->d, &s, &idx, true))
 				m->bad++;
-			group_release(m->g, &h->d);
+			release(m, &h->d, "a held delivery");
 		}
+		m->bad += atomic_load(&m->release_errors);
 	}
 	group_stats(m->g, &gs);
 	/* Close together: a member that closes while the others still
