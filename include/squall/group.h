@@ -351,8 +351,10 @@ int group_p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
 int group_p2p_send_mem(struct group *g, uint32_t member, const void *ptr,
 		       size_t len, int timeout_ms, struct squall_error *err);
 
-/* Give back a delivered message the deliver upcall kept. Returns 0 or
- * -EINVAL (d is not a kept delivery). */
+/* Give back a delivered message the deliver upcall kept. Any thread may
+ * call it, also before the upcall that keeps d has returned: d then goes
+ * back when the upcall returns. Returns 0 or -EINVAL (d is not a kept
+ * delivery, nor the one whose upcall runs). */
 int group_release(struct group *g, const struct buf_desc *d);
 
 /* Wait until every member of the view has called group_barrier() as
