@@ -139,15 +139,15 @@ struct group_item {
 	struct smc_msg m;       /* a small one (its slot kept by the group) */
 };
 
+/* upcall_ptr's mark: released while its upcall ran. */
+#define GROUP_UPCALL_RELEASED(g) ((void *)&(g)->upcall_ptr)
+
 /* A delivery the application kept: a small message in the view's rings
  * (another member's) or the SMC core's hands (one of mine), a large
  * one received into a lease of mine or sent from one, one of my
  * small messages whose view ended (its lease is the kept record's), or
  * one of mine sent in place (the memory is its sender's: nothing to give
  * back). */
-/* upcall_ptr's mark: released while its upcall ran. */
-#define GROUP_UPCALL_RELEASED(g) ((void *)&(g)->upcall_ptr)
-
 enum group_kept_kind { KEPT_SMC = 1, KEPT_RDMC_RECV, KEPT_RDMC_SENT,
 		       KEPT_OWN_SMC, KEPT_IN_PLACE };
 struct group_kept {

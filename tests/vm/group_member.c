@@ -91,7 +91,9 @@ struct member {
 	struct buf_desc hand_d;
 	int hand_state;         /* 1: handed on, 2: released */
 	bool hand_closed;       /* the releaser ended: keep nothing */
-	atomic_uint_fast64_t release_errors;
+	/* the releaser's errors: refused releases, damaged handed-on
+	 * deliveries */
+	atomic_uint_fast64_t releaser_bad;
 
 	/* p2p */
 	atomic_uint requests, replies;
@@ -220,7 +222,7 @@ static void release(struct member *m, const struct buf_desc *d,
 	if (r) {
 		fprintf(stderr, "member %u: group_release of %s (%zu bytes): "
 			"%s\n", m->id, what, d->len, strerror(-r));
-		atomic_fetch_add(&m->release_errors, 1);
+		atomic_fetch_add(&m->releaser_bad, 1);
 	}
 }
 
@@ -255,7 +257,7 @@ static void *releaser(void *arg)
 					fprintf(stderr, "member %u: a handed "
 						"on delivery is damaged\n",
 						m->id);
-					atomic_fetch_add(&m->release_errors, 1);
+					atomic_fetch_add(&m->releaser_bad, 1);
 				}
 				release(m, &d, "a delivery its upcall handed on");
 				m->hand_state = 2;
@@ -547,7 +549,7 @@ int main(int argc, char **argv)
 				m->bad++;
 			release(m, &h->d, "a held delivery");
 		}
-		m->bad += atomic_load(&m->release_errors);
+		m->bad += atomic_load(&m->releaser_bad);
 	}
 	group_stats(m->g, &gs);
 	/* Close together: a member that closes while the others still
