@@ -506,7 +506,8 @@ static void send_nulls(struct smc_core *c)
 	}
 }
 
-/* Fill scratch with the members' counters, my own row fresh. */
+/* Fill scratch with the members' counters, my own row fresh and each
+ * sender credited with what arrived of its own (smc_order_credit_senders). */
 static void load_counters(struct smc_core *c, const uint64_t *recv)
 {
 	uint32_t n = c->p.nmembers;
@@ -515,6 +516,7 @@ static void load_counters(struct smc_core *c, const uint64_t *recv)
 	for (uint32_t s = 0; s < n; s++)
 		c->scratch[(size_t)c->p.me * n + s] =
 		    smc_order_received(&c->order, s);
+	smc_order_credit_senders(c->scratch, n, c->p.me);
 }
 
 /* Run the upcalls of one batch without the lock. */

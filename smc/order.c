@@ -80,6 +80,13 @@ uint64_t smc_order_frontier(const uint64_t *recv, uint32_t n)
 	return frontier;
 }
 
+void smc_order_credit_senders(uint64_t *recv, uint32_t n, uint32_t me)
+{
+	for (uint32_t s = 0; s < n; s++)
+		if (recv[(size_t)s * n + s] < recv[(size_t)me * n + s])
+			recv[(size_t)s * n + s] = recv[(size_t)me * n + s];
+}
+
 /* Pass position next_seq, of sender s, held here. A record is reported
  * (and popped) once its last round is passed, or the last round below
  * `end` (a trim cutting a null record short). */
@@ -145,17 +152,10 @@ uint64_t smc_order_null_rounds(const uint64_t *mine, uint32_t n, uint32_t me)
 {
 	uint64_t target = 0;
 
-	for (uint32_t t = 0; t < n; t++) {
-		uint64_t need;
-
-		if (t == me || mine[t] == 0)
-			continue;
-		/* t's last held round is mine[t] - 1 at position
-		 * (mine[t] - 1) * n + t; before it come my rounds up to
-		 * mine[t] - 1 when me < t, up to mine[t] - 2 when me > t. */
-		need = me < t ? mine[t] : mine[t] - 1;
-		if (need > target)
-			target = need;
-	}
+	/* t's last held round is mine[t] - 1: cover my rounds up to it,
+	 * whichever side of t's position mine falls on (order.h). */
+	for (uint32_t t = 0; t < n; t++)
+		if (t != me && mine[t] > target)
+			target = mine[t];
 	return target > mine[me] ? target - mine[me] : 0;
 }

@@ -82,6 +82,13 @@ static inline uint64_t smc_order_received(const struct smc_order *o, uint32_t s)
  * sender s). Every position below it is stable. */
 uint64_t smc_order_frontier(const uint64_t *recv, uint32_t n);
 
+/* Member me's view of recv before smc_order_frontier: every sender s holds
+ * at least the rounds of its own that me holds of it (s sent them), so
+ * recv[s * n + s] is raised to recv[me * n + s] when s's pushed row says
+ * less. Stability of s's rounds then waits only for the other members'
+ * rows, not for s to push that it sent what already arrived. */
+void smc_order_credit_senders(uint64_t *recv, uint32_t n, uint32_t me);
+
 /* Pass positions from next_seq up to (not including) frontier, writing at
  * most max events to out in delivery order. Every position below the
  * frontier must be held locally (the frontier is a minimum that includes
@@ -98,10 +105,15 @@ uint32_t smc_order_collect_trim(struct smc_order *o, const uint64_t *trim,
 				struct smc_order_event *out, uint32_t max);
 
 /* How many null rounds sender `me` should send now, when it has nothing
- * else queued: enough that every round it holds from the others can be
- * delivered. mine[s] is what this member holds of sender s (mine[me]: the
- * rounds it has sent). Sender t's round r sits at r * n + t and needs my
- * rounds up to r when me < t, up to r - 1 when me > t. */
+ * else queued: every round up to the latest it holds of any other sender.
+ * mine[s] is what this member holds of sender s (mine[me]: the rounds it
+ * has sent). Sender t's round r sits at r * n + t and needs only my rounds
+ * up to r when me < t, up to r - 1 when me > t; covering round r in both
+ * cases means that when t's round r + 1 comes, my rounds before it are
+ * already known to every member, so a receiver can deliver t's message on
+ * arrival instead of after a null of its own went to t and t's row came
+ * back. The nulls never pass the latest round some member sent for real,
+ * so idle members do not chase each other's nulls. */
 uint64_t smc_order_null_rounds(const uint64_t *mine, uint32_t n, uint32_t me);
 
 #endif /* SQUALL_SMC_ORDER_H */

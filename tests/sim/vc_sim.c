@@ -921,6 +921,7 @@ static void normal_delivery(struct vc_sim *s, uint32_t j)
 	for (uint32_t k = 0; k < s->n; k++)
 		memcpy(&recv[k * s->n], k == j ? m->have : m->seen[k].recv,
 		       s->n * sizeof(recv[0]));
+	smc_order_credit_senders(recv, s->n, j);
 	frontier = smc_order_frontier(recv, s->n);
 	while ((got = smc_order_collect(&m->ord, frontier, ev, 64)) > 0)
 		for (uint32_t i = 0; i < got; i++) {

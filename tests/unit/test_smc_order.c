@@ -138,16 +138,22 @@ static void test_idle_senders_nulls(void **state)
 	assert_int_equal(ev[0].seq, 0);
 
 	/* Member 1 holds {5, 0, 0}: sender 0's round 4 (position 12) needs
-	 * its rounds 0..3. Member 2 then also sees member 1's nulls. */
+	 * only its rounds 0..3, but it covers round 4 too, so that sender 0's
+	 * round 5 will find member 1's rounds before it known already. Member
+	 * 2 then sees member 1's nulls and covers the same rounds. */
 	n1 = smc_order_null_rounds((uint64_t[]){5, 0, 0}, 3, 1);
-	assert_int_equal(n1, 4);
-	n2 = smc_order_null_rounds((uint64_t[]){5, 4, 0}, 3, 2);
-	assert_int_equal(n2, 4);
-	/* Nothing to do once caught up. */
-	assert_int_equal(smc_order_null_rounds((uint64_t[]){5, 4, 4}, 3, 2), 0);
+	assert_int_equal(n1, 5);
+	n2 = smc_order_null_rounds((uint64_t[]){5, 5, 0}, 3, 2);
+	assert_int_equal(n2, 5);
+	/* Nothing to do once caught up, and nulls never pass the latest round
+	 * another member sent: idle members do not chase each other. */
+	assert_int_equal(smc_order_null_rounds((uint64_t[]){5, 5, 5}, 3, 2), 0);
+	assert_int_equal(smc_order_null_rounds((uint64_t[]){5, 5, 5}, 3, 1), 0);
 	assert_int_equal(smc_order_null_rounds((uint64_t[]){0, 0, 0}, 3, 0), 0);
 	/* Sender 0 is behind senders 1 and 2 by one round each. */
 	assert_int_equal(smc_order_null_rounds((uint64_t[]){2, 3, 3}, 3, 0), 1);
+	/* Sender 2 is behind sender 1's latest round, not only sender 0's. */
+	assert_int_equal(smc_order_null_rounds((uint64_t[]){2, 4, 1}, 3, 2), 3);
 
 	struct smc_order_rec a = null_rec(0, 0, (uint16_t)n1);
 	struct smc_order_rec b = null_rec(0, 0, (uint16_t)n2);
@@ -157,20 +163,52 @@ static void test_idle_senders_nulls(void **state)
 		recv[j * 3 + 1] = n1;
 		recv[j * 3 + 2] = n2;
 	}
-	assert_int_equal(smc_order_frontier(recv, 3), 13);
-	got = smc_order_collect(&o, 13, ev, 16);
+	assert_int_equal(smc_order_frontier(recv, 3), 15);
+	got = smc_order_collect(&o, 15, ev, 16);
 	/* Messages at 3, 6, 9, 12 and the two null records once passed:
-	 * sender 1's last null round at 10, sender 2's at 11. */
+	 * sender 1's last null round at 13, sender 2's at 14. */
 	assert_int_equal(got, 6);
-	uint64_t want_seq[6] = {3, 6, 9, 10, 11, 12};
-	uint32_t want_sender[6] = {0, 0, 0, 1, 2, 0};
+	uint64_t want_seq[6] = {3, 6, 9, 12, 13, 14};
+	uint32_t want_sender[6] = {0, 0, 0, 0, 1, 2};
 	for (uint32_t i = 0; i < got; i++) {
 		assert_int_equal(ev[i].seq, want_seq[i]);
 		assert_int_equal(ev[i].sender, want_sender[i]);
 	}
-	assert_true(ev[3].rec.flags & SMC_REC_NULL);
+	assert_true(ev[4].rec.flags & SMC_REC_NULL);
+	assert_true(ev[5].rec.flags & SMC_REC_NULL);
 	assert_int_equal(o.delivered, 5);
 	smc_order_fini(&o);
+}
+
+/*
+ * Two members, member 0 sending, member 1 idle and caught up on nulls:
+ * when member 0's next round arrives at member 1, member 0's pushed row
+ * still says it sent one round less. Credited with what arrived of it,
+ * member 1 finds the round stable at once; only other members' rows
+ * count against it.
+ */
+static void test_credit_senders(void **state)
+{
+	/* Member 1's view: it holds 3 rounds of member 0 and sent 2 nulls;
+	 * member 0's last pushed row says {2, 2}. */
+	uint64_t recv[4] = {2, 2, 3, 2};
+	/* Three members: member 2's row still lacks member 0's round 2. */
+	uint64_t recv3[9] = {2, 3, 3, 3, 3, 3, 2, 3, 3};
+
+	(void)state;
+	assert_int_equal(smc_order_frontier(recv, 2), 4);
+	smc_order_credit_senders(recv, 2, 1);
+	assert_int_equal(recv[0], 3);
+	assert_int_equal(recv[3], 2); /* member 1's own row is left */
+	assert_int_equal(smc_order_frontier(recv, 2), 5);
+	/* Credit never lowers what a row says. */
+	recv[0] = 7;
+	smc_order_credit_senders(recv, 2, 1);
+	assert_int_equal(recv[0], 7);
+
+	smc_order_credit_senders(recv3, 3, 1);
+	assert_int_equal(recv3[0], 3);
+	assert_int_equal(smc_order_frontier(recv3, 3), 6);
 }
 
 /* Queues hold cap records; record numbers and rounds keep growing while the
@@ -405,6 +443,7 @@ int main(void)
 	    cmocka_unit_test(test_round_robin),
 	    cmocka_unit_test(test_push_errors),
 	    cmocka_unit_test(test_idle_senders_nulls),
+	    cmocka_unit_test(test_credit_senders),
 	    cmocka_unit_test(test_wrap_and_batches),
 	    cmocka_unit_test(test_members_agree),
 	    cmocka_unit_test(test_collect_trim),
