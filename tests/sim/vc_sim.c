@@ -904,8 +904,9 @@ static void depart(struct vc_sim *s, uint32_t j, const char *why)
 }
 
 /* SMC passes the positions stable here (smc_order_frontier over the
- * received counters it has, smc_order_collect); passing a large
- * message's announcement is where a receiver joins its transfer
+ * received counters it has, each sender credited as SMC does with what
+ * arrived of it, smc_order_credit_senders; smc_order_collect); passing a
+ * large message's announcement is where a receiver joins its transfer
  * (rdmc_expect: its READY, or a refusal when it cannot lease a buffer).
  * Then the delivery queue: each position is delivered in order, a large
  * message once this member learned that every member holds its payload
