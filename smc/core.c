@@ -290,7 +290,9 @@ static int64_t reserve_own(struct smc_core *c, const void *payload,
 	/* The window bounds unpassed own records as it bounds the ring. */
 	assert(r == 0);
 	(void)r;
-	c->row_dirty = true;
+	/* No push for it (row_dirty): what a member holds of its own rounds
+	 * is credited by every member that holds them too
+	 * (smc_order_credit_senders), and none reads it otherwise. */
 	return rec;
 }
 
@@ -419,7 +421,9 @@ static void release_rec(struct smc_core *c, uint32_t s, uint64_t rec)
 				     c->tx.next_rec, rec)) {
 			smc_flow_set_released(&c->flow, s, c->own_released);
 			update_tx(c);
-			c->row_dirty = true;
+			/* No push: only this member reads how far it
+			 * released its own ring (the others' flow reads what
+			 * they released of it). */
 		}
 	} else if (smc_ring_rx_release(&c->rx[s], rec)) {
 		c->row_dirty = true;
@@ -595,7 +599,7 @@ int smc_core_progress(struct smc_core *c, const uint64_t *recv,
 			    &c->flow, j, released[(size_t)j * n + c->p.me]);
 	update_tx(c);
 	load_counters(c, recv);
-	frontier = smc_order_frontier(c->scratch, n);
+	frontier = smc_order_frontier_here(&c->order, c->scratch, c->p.me);
 	while ((got = smc_order_collect(&c->order, frontier, c->ev,
 					SMC_CORE_BATCH)) > 0)
 		delivered += deliver_batch(c, got);

@@ -144,7 +144,11 @@ int smc_core_progress(struct smc_core *c, const uint64_t *recv,
 
 /* This member's SST row: received[s] (rounds held of sender s) and
  * released[s] (records of sender s's ring released here). Returns true
- * when either changed since the last call. */
+ * when an entry another member reads changed since the last call: of
+ * another sender s, received[s] or released[s]. The member's own entries
+ * move without it: the others credit a sender with its rounds they hold
+ * (smc_order_credit_senders), and only the member reads how far it
+ * released its own ring. */
 bool smc_core_take_row(struct smc_core *c, uint64_t *received,
 		       uint64_t *released);
 

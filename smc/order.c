@@ -80,6 +80,61 @@ uint64_t smc_order_frontier(const uint64_t *recv, uint32_t n)
 	return frontier;
 }
 
+/* Rounds of its own this member may count as stable, from `stable` (what
+ * every member holds, by the counters): at least the rounds whose
+ * positions it passed already, then on through its null records. */
+static uint64_t own_stable(const struct smc_order *o, uint32_t me,
+			   uint64_t stable)
+{
+	const struct smc_order_queue *q = &o->q[me];
+	uint64_t passed = 0, lo = q->head, hi = q->tail;
+
+	if (o->next_seq > me)
+		passed = (o->next_seq + o->n - 1 - me) / o->n;
+	if (passed > stable)
+		stable = passed;
+	/* The first record not wholly below `stable` (records hold
+	 * consecutive rounds, in order). */
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+		const struct smc_order_rec *r = &q->e[mid % o->cap];
+
+		if (r->round + r->nrounds <= stable)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < q->tail; lo++) {
+		const struct smc_order_rec *r = &q->e[lo % o->cap];
+
+		if (!(r->flags & SMC_REC_NULL) || r->round > stable)
+			break;
+		stable = r->round + r->nrounds;
+	}
+	return stable;
+}
+
+uint64_t smc_order_frontier_here(const struct smc_order *o,
+				 const uint64_t *recv, uint32_t me)
+{
+	uint32_t n = o->n;
+	uint64_t frontier = UINT64_MAX;
+
+	for (uint32_t s = 0; s < n; s++) {
+		uint64_t stable = UINT64_MAX, pos;
+
+		for (uint32_t j = 0; j < n; j++)
+			if (recv[(size_t)j * n + s] < stable)
+				stable = recv[(size_t)j * n + s];
+		if (s == me)
+			stable = own_stable(o, me, stable);
+		pos = stable * n + s;
+		if (pos < frontier)
+			frontier = pos;
+	}
+	return frontier;
+}
+
 void smc_order_credit_senders(uint64_t *recv, uint32_t n, uint32_t me)
 {
 	for (uint32_t s = 0; s < n; s++)

@@ -823,9 +823,13 @@ static void deliver_trim(struct vc_sim *s, uint32_t j)
 	struct smc_order_event ev[64];
 	uint32_t got;
 
-	/* What it delivered before the wedge must be inside the trim. */
+	/* What it delivered before the wedge must be inside the trim. A null
+	 * round of its own it passed may lie beyond (smc_order_frontier_here
+	 * passes a member's nulls before every member holds them): it
+	 * delivered nothing there. */
 	for (uint64_t p = 0; p < m->app_pos; p++)
-		if (p / s->n >= m->st.trim[p % s->n])
+		if (p / s->n >= m->st.trim[p % s->n] &&
+		    s->mseq[p % s->n][p / s->n] != NULL_ROUND)
 			violation(s, "member %u delivered round %" PRIu64 " of "
 				  "member %u before the wedge; the trim it "
 				  "adopted ends that sender at %" PRIu64, j,
@@ -903,9 +907,10 @@ static void depart(struct vc_sim *s, uint32_t j, const char *why)
 	cut_off(s, j, all_bits(s));
 }
 
-/* SMC passes the positions stable here (smc_order_frontier over the
- * received counters it has, each sender credited as SMC does with what
- * arrived of it, smc_order_credit_senders; smc_order_collect); passing a
+/* SMC passes the positions stable here (smc_order_frontier_here over the
+ * received counters it has and its own null records, each sender
+ * credited as SMC does with what arrived of it, smc_order_credit_senders;
+ * smc_order_collect); passing a
  * large message's announcement is where a receiver joins its transfer
  * (rdmc_expect: its READY, or a refusal when it cannot lease a buffer).
  * Then the delivery queue: each position is delivered in order, a large
@@ -923,7 +928,7 @@ static void normal_delivery(struct vc_sim *s, uint32_t j)
 		memcpy(&recv[k * s->n], k == j ? m->have : m->seen[k].recv,
 		       s->n * sizeof(recv[0]));
 	smc_order_credit_senders(recv, s->n, j);
-	frontier = smc_order_frontier(recv, s->n);
+	frontier = smc_order_frontier_here(&m->ord, recv, j);
 	while ((got = smc_order_collect(&m->ord, frontier, ev, 64)) > 0)
 		for (uint32_t i = 0; i < got; i++) {
 			uint32_t snd = ev[i].sender;
@@ -966,15 +971,20 @@ static void normal_delivery(struct vc_sim *s, uint32_t j)
 
 /* Its SMC counters (received, and delivered per sender) into its row,
  * as group_pass publishes them: only while no view change is under way
- * (a wedged member's pass stops at the view step). */
+ * (a wedged member's pass stops at the view step). As SMC's core, only a
+ * change in what it holds of another sender makes the row change: its
+ * own rounds are written along with such a change, never alone (the
+ * others credit it with them, smc_order_credit_senders). */
 static void publish_counters(struct vc_sim *s, uint32_t j)
 {
 	struct member *m = &s->m[j];
 
-	if (memcmp(m->row.recv, m->have, sizeof(m->have))) {
-		memcpy(m->row.recv, m->have, sizeof(m->have));
-		m->dirty = true;
-	}
+	for (uint32_t k = 0; k < s->n; k++)
+		if (k != j && m->row.recv[k] != m->have[k]) {
+			memcpy(m->row.recv, m->have, sizeof(m->have));
+			m->dirty = true;
+			break;
+		}
 	if (memcmp(m->row.done, m->done, sizeof(m->done))) {
 		memcpy(m->row.done, m->done, sizeof(m->done));
 		m->dirty = true;

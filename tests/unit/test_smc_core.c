@@ -329,14 +329,20 @@ static bool sim_ack(struct sim *sim, uint32_t src, uint32_t dst)
 	return true;
 }
 
-/* One member's progress pass, then it publishes its row. */
+/* One member's progress pass, then it publishes its row when the core
+ * says it changed, as the group does: what the others need must never
+ * move without that. */
 static int sim_progress(struct sim *sim, uint32_t j)
 {
 	struct member *m = &sim->m[j];
 	int r = smc_core_progress(m->c, m->view_recv, m->view_rel);
+	uint64_t recv[MAXN], rel[MAXN];
 
 	assert_true(r >= 0);
-	smc_core_take_row(m->c, m->pub_recv, m->pub_rel);
+	if (smc_core_take_row(m->c, recv, rel)) {
+		memcpy(m->pub_recv, recv, sizeof(recv));
+		memcpy(m->pub_rel, rel, sizeof(rel));
+	}
 	return r;
 }
 

@@ -4,8 +4,9 @@
  * idle senders covered by null records, wrap-around of the per-sender
  * queues, batched collection, and members that see the same records in
  * different interleavings and with different (lagging) views of each
- * other's counters yet deliver the same sequence; and the ragged end of a
- * view (collect up to a per-sender trim).
+ * other's counters yet deliver the same sequence; a member passing its own
+ * null rounds before the others say they hold them; and the ragged end
+ * of a view (collect up to a per-sender trim).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -211,6 +212,76 @@ static void test_credit_senders(void **state)
 	assert_int_equal(smc_order_frontier(recv3, 3), 6);
 }
 
+/*
+ * Two members; member 1's engine. Its own null for round 0 has not reached
+ * member 0's row yet: by the counters alone position 1 is not stable, but
+ * a null delivers nothing, so smc_order_frontier_here passes it, and
+ * sender 0's next message does not wait for member 0 to say it holds the
+ * null (nor after the null left the queue). A message of its own is not
+ * passed that way: it waits for member 0's row. Nor is another member's
+ * null: member 0's, held here, waits for member 0's row too.
+ */
+static void test_frontier_here(void **state)
+{
+	struct smc_order o;
+	struct smc_order_event ev[8];
+	struct smc_order_rec r;
+	/* Member 1's view, its own row fresh, sender 0 credited. */
+	uint64_t recv[4] = {1, 0, 1, 1};
+
+	(void)state;
+	assert_int_equal(smc_order_init(&o, 2, 8), 0);
+	r = msg(0, 0);
+	assert_int_equal(smc_order_push(&o, 0, &r), 0);
+	r = null_rec(0, 0, 1);
+	assert_int_equal(smc_order_push(&o, 1, &r), 0);
+	assert_int_equal(smc_order_frontier(recv, 2), 1);
+	assert_int_equal(smc_order_frontier_here(&o, recv, 1), 2);
+	assert_int_equal(smc_order_collect(&o, 2, ev, 8), 2);
+	assert_int_equal(ev[0].seq, 0);
+	assert_true(ev[1].rec.flags & SMC_REC_NULL);
+
+	/* Sender 0's round 1 arrives; member 0's row still says {1, 0}. */
+	r = msg(1, 1);
+	assert_int_equal(smc_order_push(&o, 0, &r), 0);
+	recv[2] = 2;
+	smc_order_credit_senders(recv, 2, 1);
+	assert_int_equal(smc_order_frontier(recv, 2), 1);
+	assert_int_equal(smc_order_frontier_here(&o, recv, 1), 3);
+	assert_int_equal(smc_order_collect(&o, 3, ev, 8), 1);
+	assert_int_equal(ev[0].seq, 2);
+
+	/* A message of member 1's own at round 1: held here, not by member 0
+	 * (its row now has the null): not passed before member 0 has it. */
+	r = msg(1, 1);
+	assert_int_equal(smc_order_push(&o, 1, &r), 0);
+	recv[1] = 1;
+	recv[3] = 2;
+	assert_int_equal(smc_order_frontier_here(&o, recv, 1), 3);
+	assert_int_equal(smc_order_collect(&o, 3, ev, 8), 0);
+	recv[1] = 2;
+	assert_int_equal(smc_order_frontier_here(&o, recv, 1), 4);
+	assert_int_equal(smc_order_collect(&o, 4, ev, 8), 1);
+	assert_int_equal(ev[0].seq, 3);
+	smc_order_fini(&o);
+
+	/* Three members, member 1's engine: member 2's null, held here but
+	 * not yet by member 0, stays unpassed. */
+	uint64_t recv3[9] = {1, 1, 0, 1, 1, 1, 1, 1, 1};
+
+	assert_int_equal(smc_order_init(&o, 3, 8), 0);
+	r = msg(0, 0);
+	assert_int_equal(smc_order_push(&o, 0, &r), 0);
+	r = null_rec(0, 0, 1);
+	assert_int_equal(smc_order_push(&o, 1, &r), 0);
+	assert_int_equal(smc_order_push(&o, 2, &r), 0);
+	assert_int_equal(smc_order_frontier_here(&o, recv3, 1), 2);
+	assert_int_equal(smc_order_collect(&o, 2, ev, 8), 2);
+	recv3[2] = 1;
+	assert_int_equal(smc_order_frontier_here(&o, recv3, 1), 3);
+	smc_order_fini(&o);
+}
+
 /* Queues hold cap records; record numbers and rounds keep growing while the
  * storage index wraps, and a collection limited to a batch size resumes
  * exactly where it stopped. */
@@ -331,7 +402,7 @@ static void test_members_agree(void **state)
 			seen[j][k * SIM_N + t] = smc_order_received(&o[k], t);
 		}
 		uint32_t got = smc_order_collect(
-		    &o[j], smc_order_frontier(seen[j], SIM_N), ev, 7);
+		    &o[j], smc_order_frontier_here(&o[j], seen[j], (uint32_t)j), ev, 7);
 		for (uint32_t i = 0; i < got; i++) {
 			if (ev[i].rec.flags & SMC_REC_NULL)
 				continue;
@@ -353,7 +424,8 @@ static void test_members_agree(void **state)
 								       t);
 				while ((got = smc_order_collect(
 					    &o[a],
-					    smc_order_frontier(seen[a], SIM_N),
+					    smc_order_frontier_here(
+						&o[a], seen[a], (uint32_t)a),
 					    ev, 7)) > 0)
 					for (uint32_t i = 0; i < got; i++) {
 						if (ev[i].rec.flags &
@@ -444,6 +516,7 @@ int main(void)
 	    cmocka_unit_test(test_push_errors),
 	    cmocka_unit_test(test_idle_senders_nulls),
 	    cmocka_unit_test(test_credit_senders),
+	    cmocka_unit_test(test_frontier_here),
 	    cmocka_unit_test(test_wrap_and_batches),
 	    cmocka_unit_test(test_members_agree),
 	    cmocka_unit_test(test_collect_trim),
