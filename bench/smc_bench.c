@@ -27,7 +27,8 @@
  *
  * One line per phase on stdout:
  *   TPUT size=B senders=K member=ID delivered=N secs=S msgs_per_s=R
- *        sent=M send_waits=W PROFILE
+ *        sent=M send_waits=W sst_pushes_per_msg=.. sst_writes_per_msg=..
+ *        PROFILE
  *   LAT size=B senders=K member=ID samples=N p50_us=.. p99_us=..
  *       mean_us=.. PROFILE BREAKDOWN
  * (the LAT figures here are this member's alone), where PROFILE says
@@ -364,6 +365,11 @@ static void throughput(struct bench *b, size_t size, uint32_t nsenders)
 	       PRIu64, size, nsenders, b->id, b->delivered, secs,
 	       (double)b->delivered / secs, sent,
 	       s1.send_waits - s0.send_waits);
+	printf(" sst_pushes_per_msg=%.3f sst_writes_per_msg=%.3f",
+	       b->delivered ? (double)(s1.sst_pushes - s0.sst_pushes) /
+				      (double)b->delivered : 0.0,
+	       b->delivered ? (double)(s1.sst_writes - s0.sst_writes) /
+				      (double)b->delivered : 0.0);
 	cpu_print(&c0, &c1, b->delivered);
 	printf("\n");
 	fflush(stdout);
