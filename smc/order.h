@@ -12,9 +12,11 @@
  * sender's column is the rounds of that sender every member has; the
  * earliest position over senders not covered that way is the frontier, and
  * every position before it is stable. Members deliver
- * the same positions in the same order because the frontier depends only on
- * counters and the order depends only on positions; null rounds advance the
- * order without an upcall.
+ * the same messages in the same order because a message is passed only
+ * once it and every message before it are stable, whatever the counters a
+ * member has seen, and the order depends only on positions; null rounds
+ * advance the order without an upcall (a member passes its own ahead of
+ * the others' rows: smc_order_frontier_here).
  */
 #ifndef SQUALL_SMC_ORDER_H
 #define SQUALL_SMC_ORDER_H
