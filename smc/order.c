@@ -62,24 +62,6 @@ int smc_order_push(struct smc_order *o, uint32_t s,
 	return 0;
 }
 
-uint64_t smc_order_frontier(const uint64_t *recv, uint32_t n)
-{
-	uint64_t frontier = UINT64_MAX;
-
-	for (uint32_t s = 0; s < n; s++) {
-		uint64_t stable = UINT64_MAX, pos;
-
-		for (uint32_t j = 0; j < n; j++)
-			if (recv[(size_t)j * n + s] < stable)
-				stable = recv[(size_t)j * n + s];
-		/* Sender s's first unstable position is round `stable`. */
-		pos = stable * n + s;
-		if (pos < frontier)
-			frontier = pos;
-	}
-	return frontier;
-}
-
 /* Rounds of its own this member may count as stable, from `stable` (what
  * every member holds, by the counters): at least the rounds whose
  * positions it passed already, then on through its null records. */
@@ -114,10 +96,11 @@ static uint64_t own_stable(const struct smc_order *o, uint32_t me,
 	return stable;
 }
 
-uint64_t smc_order_frontier_here(const struct smc_order *o,
-				 const uint64_t *recv, uint32_t me)
+/* The first position not stable by recv, where o (when not NULL) is
+ * member me's engine, whose own nulls count (smc_order_frontier_here). */
+static uint64_t frontier_of(const struct smc_order *o, const uint64_t *recv,
+			    uint32_t n, uint32_t me)
 {
-	uint32_t n = o->n;
 	uint64_t frontier = UINT64_MAX;
 
 	for (uint32_t s = 0; s < n; s++) {
@@ -126,13 +109,25 @@ uint64_t smc_order_frontier_here(const struct smc_order *o,
 		for (uint32_t j = 0; j < n; j++)
 			if (recv[(size_t)j * n + s] < stable)
 				stable = recv[(size_t)j * n + s];
-		if (s == me)
+		if (o && s == me)
 			stable = own_stable(o, me, stable);
+		/* Sender s's first unstable position is round `stable`. */
 		pos = stable * n + s;
 		if (pos < frontier)
 			frontier = pos;
 	}
 	return frontier;
+}
+
+uint64_t smc_order_frontier(const uint64_t *recv, uint32_t n)
+{
+	return frontier_of(NULL, recv, n, 0);
+}
+
+uint64_t smc_order_frontier_here(const struct smc_order *o,
+				 const uint64_t *recv, uint32_t me)
+{
+	return frontier_of(o, recv, o->n, me);
 }
 
 void smc_order_credit_senders(uint64_t *recv, uint32_t n, uint32_t me)

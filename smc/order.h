@@ -125,11 +125,12 @@ uint32_t smc_order_collect_trim(struct smc_order *o, const uint64_t *trim,
  * mine[s] is what this member holds of sender s (mine[me]: the rounds it
  * has sent). Sender t's round r sits at r * n + t and needs only my rounds
  * up to r when me < t, up to r - 1 when me > t; covering round r in both
- * cases means that when t's round r + 1 comes, my rounds before it are
- * already known to every member, so a receiver can deliver t's message on
- * arrival instead of after a null of its own went to t and t's row came
- * back. The nulls never pass the latest round some member sent for real,
- * so idle members do not chase each other's nulls. */
+ * cases means that when t's round r + 1 comes, my rounds before it went
+ * out already (the others may be holding them by then, and I pass my own
+ * nulls at once: smc_order_frontier_here), so nobody waits for a null of
+ * mine sent only once t's message arrived. The nulls never pass the
+ * latest round some member sent for real, so idle members do not chase
+ * each other's nulls. */
 uint64_t smc_order_null_rounds(const uint64_t *mine, uint32_t n, uint32_t me);
 
 #endif /* SQUALL_SMC_ORDER_H */
