@@ -829,7 +829,7 @@ static void deliver_trim(struct vc_sim *s, uint32_t j)
 	 * delivered nothing there. */
 	for (uint64_t p = 0; p < m->app_pos; p++)
 		if (p / s->n >= m->st.trim[p % s->n] &&
-		    s->mseq[p % s->n][p / s->n] != NULL_ROUND)
+		    !(p % s->n == j && s->mseq[j][p / s->n] == NULL_ROUND))
 			violation(s, "member %u delivered round %" PRIu64 " of "
 				  "member %u before the wedge; the trim it "
 				  "adopted ends that sender at %" PRIu64, j,
@@ -910,9 +910,9 @@ static void depart(struct vc_sim *s, uint32_t j, const char *why)
 /* SMC passes the positions stable here (smc_order_frontier_here over the
  * received counters it has and its own null records, each sender
  * credited as SMC does with what arrived of it, smc_order_credit_senders;
- * smc_order_collect); passing a
- * large message's announcement is where a receiver joins its transfer
- * (rdmc_expect: its READY, or a refusal when it cannot lease a buffer).
+ * smc_order_collect); passing a large message's announcement is where a
+ * receiver joins its transfer (rdmc_expect: its READY, or a refusal when
+ * it cannot lease a buffer).
  * Then the delivery queue: each position is delivered in order, a large
  * message once this member learned that every member holds its payload
  * (or passed over once it learned that every member knows it was

@@ -51,9 +51,9 @@
  * - Normal delivery: the positions SMC's engine passes
  *   (smc_order_frontier_here over the received counters the member has,
  *   each sender credited with its rounds held here, and the member's own
- *   null records; smc_order_collect), then the delivery queue: a large message is
- *   delivered once this member learned that every member holds its
- *   payload, and everything after it waits. It stops at the wedge, and
+ *   null records; smc_order_collect), then the delivery queue: a large
+ *   message is delivered once this member learned that every member
+ *   holds its payload, and everything after it waits. It stops at the wedge, and
  *   from the wedge on a member publishes neither counter (its pass stops
  *   at the view step, as group_pass does). A member leaving alone
  *   delivers nothing more from the moment it says so. What a member
