@@ -44,7 +44,7 @@ struct regcache {
 	atomic_uint_fast64_t ev_applied;   /* last monitor batch applied */
 	atomic_uint_fast64_t clock;        /* LRU time, advanced by writers */
 
-	struct regcache_config cfg;
+	struct regcache_config cfg;        /* its ctx and log_ctx NULL */
 	/* cfg.ctx and cfg.log_ctx as the callbacks get them: regcache_rebind
 	 * changes them while call_rcu callbacks may run. */
 	_Atomic(void *) ctx, log_ctx;
@@ -629,6 +629,10 @@ int regcache_create(const struct regcache_config *cfg, struct regcache **out,
 	c->cfg = *cfg;
 	atomic_init(&c->ctx, cfg->ctx);
 	atomic_init(&c->log_ctx, cfg->log_ctx);
+	/* Read through the atomics only: a copy here would go stale at the
+	 * first regcache_rebind. */
+	c->cfg.ctx = NULL;
+	c->cfg.log_ctx = NULL;
 	c->page = (uintptr_t)sysconf(_SC_PAGESIZE);
 	pthread_mutex_init(&c->wlock, NULL);
 	c->ev_src = &c->ev_none;
