@@ -81,8 +81,10 @@ xtics() {
     sizes=$(cd "$tmp" && cat "$@" | awk '{ print $1 }' | sort -gu)
     [ -n "$sizes" ] || return 0
     for s in $sizes; do tics+="${tics:+, }\"$(size_label "$s" "$u")\" $s"; done
-    lo=$(echo "$sizes" | head -n1)
-    hi=$(echo "$sizes" | tail -n1)
+    # (not echo | head: with pipefail, head leaving early fails the
+    # pipeline on SIGPIPE, since bash's echo writes line by line)
+    lo=${sizes%%$'\n'*}
+    hi=${sizes##*$'\n'}
     echo "set xtics ($tics)"
     echo "set xrange [$lo / 1.6 : $hi * 1.6]"
 }

@@ -49,7 +49,10 @@ parse() {
 same_width() {
     local p w
     p=$(parse "$1") || { fail "$1: $p"; return; }
-    w=$(echo "$p" | head -n1 | cut -d'|' -f1)
+    # Not echo | head: bash's echo writes line by line, and head leaving
+    # after the first line would end it with SIGPIPE (exit 141 here).
+    w=${p%%$'\n'*}
+    w=${w%%|*}
     [ "$(echo "$p" | wc -l)" -ge 2 ] || { fail "$1: no rows after the header"; return; }
     if echo "$p" | awk -F'|' -v w="$w" '$1 != w { print "line " NR ": " $1 " fields, header " w; bad = 1 } END { exit bad }'; then
         ok "$1: header and $(($(echo "$p" | wc -l) - 1)) rows of $w fields"
