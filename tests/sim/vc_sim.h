@@ -53,9 +53,9 @@
  *   each sender credited with its rounds held here, and the member's own
  *   null records; smc_order_collect), then the delivery queue: a large
  *   message is delivered once this member learned that every member
- *   holds its payload, and everything after it waits. It stops at the wedge, and
- *   from the wedge on a member publishes neither counter (its pass stops
- *   at the view step, as group_pass does). A member leaving alone
+ *   holds its payload, and everything after it waits. It stops at the
+ *   wedge, and from the wedge on a member publishes neither counter (its
+ *   pass stops at the view step, as group_pass does). A member leaving alone
  *   delivers nothing more from the moment it says so. What a member
  *   publishes as have (group_have) is all of its own rounds and, of
  *   each other sender, the rounds it received but never past the first

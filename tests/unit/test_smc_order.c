@@ -402,7 +402,8 @@ static void test_members_agree(void **state)
 			seen[j][k * SIM_N + t] = smc_order_received(&o[k], t);
 		}
 		uint32_t got = smc_order_collect(
-		    &o[j], smc_order_frontier_here(&o[j], seen[j], (uint32_t)j), ev, 7);
+		    &o[j], smc_order_frontier_here(&o[j], seen[j], (uint32_t)j),
+		    ev, 7);
 		for (uint32_t i = 0; i < got; i++) {
 			if (ev[i].rec.flags & SMC_REC_NULL)
 				continue;
