@@ -1,8 +1,9 @@
 /*
  * lease.c - leases, their states, and the calls transports make on them.
  *
- * A lease of up to 64 KiB finds its class in a table (up to 4 KiB), pops a
- * slot from the calling thread's cache and stores LEASED in its state byte.
+ * A lease of up to 64 KiB finds its class in a table (one by 16 bytes up to
+ * 4 KiB, one by 1 KiB above), pops a slot from the calling thread's cache
+ * and stores LEASED in its state byte.
  * A release reads two words in parallel, the byte of the pointer's 64-byte
  * window and its page's word (pinfo_slab()), and one compare each says
  * whether the pointer is the exact start of a leased or delivered slot and
@@ -25,7 +26,7 @@
 /* Where a pointer lives: its class (ALLOC_LARGE for extents), its state
  * index and its slot size. */
 struct where {
-	unsigned cls;
+	size_t cls;
 	uint32_t sidx;
 	uint32_t first;     /* extents: first page */
 	uint64_t off;
@@ -310,7 +311,7 @@ static bool refill(struct alloc *a, struct tcache *tc, unsigned cls)
  * leased. The slot is this thread's alone until it hands the pointer out:
  * a plain store is enough. */
 static inline mag_ent slot_pop(struct alloc *a, struct tcache *tc,
-			       unsigned cls, uint64_t mw)
+			       size_t cls, uint64_t mw)
 {
 	mag_ent e = tc->ent[cls][MAG_N(mw) - 1];
 
@@ -327,7 +328,7 @@ static inline int lease_one(struct alloc *a, struct tcache *tc, size_t len,
 			    struct buf_desc *out)
 {
 	mag_ent e;
-	unsigned cls;
+	size_t cls;
 
 	if (unlikely(len > ALLOC_MAX_CLASS_SIZE)) {
 		uint32_t first = run_get(a, tc, len, 1, RUN_LARGE, ALLOC_LEASED);
@@ -433,24 +434,37 @@ static int __attribute__((noinline)) lease_slow(struct alloc *a, size_t n,
 int alloc_lease(struct alloc *a, size_t n, const size_t *sizes,
 		struct buf_desc *out)
 {
-	/* The hit path: one slot, this thread's cache for a, a slot in it. */
-	if (likely(n == 1 && sizes && out && a)) {
-		size_t len = sizes[0];
-		struct tcache *tc = tcache_hit(a);
+	struct tcache_head *h = alloc_tls_head;
 
-		if (likely(len - 1 < ALLOC_MAX_CLASS_SIZE && tc)) {
-			unsigned cls = class_of(a, len);
-			uint64_t mw = mag_word(tc, cls);
+	/* The hit path: one slot, this thread's cache for a (no cache
+	 * matches a NULL a), a slot in it. This path is a few dozen
+	 * instructions and each counts: a test of its own per argument, and
+	 * the class as a size_t (an unsigned one costs an instruction per
+	 * index). */
+	if (unlikely(n != 1))
+		goto slow;
+	if (unlikely(!sizes))
+		goto slow;
+	if (unlikely(!out))
+		goto slow;
+	if (likely(atomic_load_explicit(&h->a, memory_order_relaxed) == a)) {
+		struct tcache *tc = (struct tcache *)h;
+		size_t len = sizes[0], cls;
+		uint64_t mw;
 
-			if (likely(MAG_N(mw))) {
-				mag_ent e = slot_pop(a, tc, cls, mw);
+		if (unlikely(len - 1 >= ALLOC_MAX_CLASS_SIZE))
+			goto slow;
+		cls = class_of(a, len);
+		mw = mag_word(tc, cls);
+		out->len = len;
+		if (likely(MAG_N(mw))) {
+			mag_ent e = slot_pop(a, tc, cls, mw);
 
-				out->ptr = a->h.base + ent_off(e);
-				out->len = len;
-				return 0;
-			}
+			out->ptr = a->h.base + ent_off(e);
+			return 0;
 		}
 	}
+slow:
 	return lease_slow(a, n, sizes, out);
 }
 
@@ -534,10 +548,12 @@ int alloc_release(struct alloc *a, const struct buf_desc *d)
 		atomic_uchar *st = &a->state[off >> 6];
 		unsigned char s = atomic_load_explicit(st, memory_order_relaxed);
 		uint32_t info = a->pinfo[off >> ALLOC_PAGE_SHIFT];
-		struct tcache *tc = tcache_hit(a);
+		struct tcache_head *h = alloc_tls_head;
 
-		if (likely(st_releasable(s, off) && d->len < (info >> 8) && tc)) {
-			unsigned cls = info & 0xff;
+		if (likely(st_releasable(s, off) && d->len < (info >> 8) &&
+			   atomic_load_explicit(&h->a, memory_order_relaxed) == a)) {
+			struct tcache *tc = (struct tcache *)h;
+			size_t cls = info & 0xff;
 			uint64_t mw = mag_word(tc, cls);
 
 			if (likely(MAG_N(mw) < tc->cap[cls])) {

@@ -43,6 +43,10 @@ void slab_init_classes(struct alloc *a)
 		for (k = 0; k < ALLOC_LUT_MAX / 16; k++)
 			if (size_to_class(16 * (k + 1)) == i)
 				a->lut[k] = (uint8_t)i;
+		/* Above ALLOC_LUT_MAX, class sizes are multiples of 1 KiB. */
+		for (k = 0; k < sizeof(a->lut_big); k++)
+			if (size_to_class(ALLOC_LUT_MAX + 1024 * (k + 1)) == i)
+				a->lut_big[k] = (uint8_t)i;
 		c->partial = ALLOC_NIL;
 		pthread_mutex_init(&c->lock, NULL);
 		/* A slab's state indices must fit in its pages' share. */

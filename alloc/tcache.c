@@ -6,9 +6,11 @@
  * shared pool in batches (refills of whole pages, half a magazine or more;
  * flushes of half a magazine). A thread finds its cache for
  * an allocator through one initial-exec TLS pointer, checked against the
- * cache's allocator pointer, which destroying the allocator clears in
- * every cache it has (so an address reused by a later allocator never
- * matches a stale cache). A thread that uses several allocators keeps a
+ * cache's allocator pointer, which destroying the allocator sets to
+ * TCACHE_DEAD in every cache it has (so an address reused by a later
+ * allocator never matches a stale cache). A thread without a cache points
+ * at tcache_none, which matches no allocator: the hit paths need no NULL
+ * test. A thread that uses several allocators keeps a
  * list of caches, found by the allocator's unique id, and switches the
  * pointer on the slow path.
  *
@@ -16,13 +18,16 @@
  * which allocator. When a thread exits, a pthread key destructor gives its
  * cached slots back and folds its counters into the allocator. When an
  * allocator is destroyed first, its caches are detached (their `a` set to
- * NULL) and freed by their thread on its next slow path or at its exit.
+ * TCACHE_DEAD) and freed by their thread on its next slow path or at its
+ * exit.
  */
 #include <stdlib.h>
 
 #include "alloc_internal.h"
 
-__thread struct tcache *alloc_tls_tc __attribute__((tls_model("initial-exec")));
+struct tcache_head tcache_none = { .a = TCACHE_DEAD };
+__thread struct tcache_head *alloc_tls_head
+	__attribute__((tls_model("initial-exec"))) = &tcache_none;
 static __thread struct tcache *tls_list;
 
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
@@ -30,10 +35,10 @@ static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 
 /* Give every cached slot back and fold the counters into the allocator.
- * Caller holds the registry lock; tc->a is live. */
+ * Caller holds the registry lock; tc->h.a is live. */
 static void tcache_retire(struct tcache *tc)
 {
-	struct alloc *a = tc->a;
+	struct alloc *a = tc->h.a;
 	unsigned i;
 
 	tcache_flush_all(a, tc);
@@ -50,7 +55,7 @@ static void tcache_retire(struct tcache *tc)
 		a->tcs = tc->a_next;
 	if (tc->a_next)
 		tc->a_next->a_prev = tc->a_prev;
-	tc->a = NULL;
+	tc->h.a = TCACHE_DEAD;
 }
 
 static void thread_exit(void *arg)
@@ -60,13 +65,13 @@ static void thread_exit(void *arg)
 	pthread_mutex_lock(&registry);
 	for (; tc; tc = next) {
 		next = tc->t_next;
-		if (tc->a)
+		if (tc->h.a != TCACHE_DEAD)
 			tcache_retire(tc);
 		free(tc);
 	}
 	pthread_mutex_unlock(&registry);
 	tls_list = NULL;
-	alloc_tls_tc = NULL;
+	alloc_tls_head = &tcache_none;
 }
 
 static void make_key(void)
@@ -83,10 +88,10 @@ static void prune_dead(void)
 	struct tcache **pp = &tls_list, *tc;
 
 	while ((tc = *pp)) {
-		if (!tc->a) {
+		if (tc->h.a == TCACHE_DEAD) {
 			*pp = tc->t_next;
-			if (alloc_tls_tc == tc)
-				alloc_tls_tc = NULL;
+			if (alloc_tls_head == &tc->h)
+				alloc_tls_head = &tcache_none;
 			free(tc);
 		} else {
 			pp = &tc->t_next;
@@ -112,7 +117,7 @@ struct tcache *tcache_slow(struct alloc *a)
 			return NULL;
 		}
 		tc->aid = a->id;
-		tc->a = a;
+		tc->h.a = a;
 		for (i = 0; i < ALLOC_NCLASSES; i++)
 			tc->cap[i] = (uint8_t)a->cls[i].mag_cap;
 		tc->a_next = a->tcs;
@@ -126,7 +131,7 @@ struct tcache *tcache_slow(struct alloc *a)
 	 * the thread has caches. */
 	pthread_setspecific(exit_key, tls_list);
 	pthread_mutex_unlock(&registry);
-	alloc_tls_tc = tc;
+	alloc_tls_head = &tc->h;
 	return tc;
 }
 
@@ -151,7 +156,7 @@ void tcache_detach_all(struct alloc *a)
 	pthread_mutex_lock(&registry);
 	for (tc = a->tcs; tc; tc = next) {
 		next = tc->a_next;
-		tc->a = NULL;
+		tc->h.a = TCACHE_DEAD;
 		tc->a_next = tc->a_prev = NULL;
 	}
 	a->tcs = NULL;

@@ -105,7 +105,7 @@ static void classes_bound_waste(void **state)
 	}
 }
 
-/* The table a lease looks its class up in says what size_to_class()
+/* The tables a lease looks its class up in say what size_to_class()
  * computes, for every size it covers. */
 static void class_table(void **state)
 {
@@ -237,6 +237,8 @@ static void all_or_nothing(void **state)
 	/* Bad arguments. */
 	assert_int_equal(alloc_lease(a, 0, big, d), -EINVAL);
 	assert_int_equal(alloc_lease(a, 1, NULL, d), -EINVAL);
+	assert_int_equal(alloc_lease(a, 1, big, NULL), -EINVAL);
+	assert_int_equal(alloc_lease(NULL, 1, big, d), -EINVAL);
 	big[0] = 0;
 	assert_int_equal(alloc_lease(a, 2, big, d), -EINVAL);
 	alloc_destroy(a);
@@ -901,6 +903,12 @@ static void *outlive_thread(void *arg)
 	o->rc = alloc_lease(o->a, 1, &sz, &d) || alloc_release(o->a, &d);
 	pthread_barrier_wait(&o->step);   /* main destroys a */
 	pthread_barrier_wait(&o->step);
+	/* This thread's cache for a is detached now, and still the one its
+	 * hit paths look at first: it matches neither a NULL allocator nor
+	 * a missing argument. */
+	o->rc |= alloc_lease(NULL, 1, &sz, &d) != -EINVAL;
+	o->rc |= alloc_lease(o->b, 1, &sz, NULL) != -EINVAL;
+	o->rc |= alloc_lease(o->b, 1, NULL, &d) != -EINVAL;
 	o->rc |= alloc_lease(o->b, 1, &sz, &d) || alloc_release(o->b, &d);
 	return NULL;
 }
