@@ -982,6 +982,13 @@ int rdma_sq_cm_drain(struct rdma_sq_node *node)
 	return ret;
 }
 
+int rdma_sq_events(struct rdma_sq_node *node)
+{
+	int ret = rdma_sq_cm_drain(node);
+
+	return ret < 0 ? ret : 0;
+}
+
 /* The first peer neither connected nor refused. */
 static struct rdma_sq_peer *first_missing(struct rdma_sq_node *node)
 {
