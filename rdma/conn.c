@@ -968,7 +968,7 @@ static int one_event(struct rdma_sq_node *node, struct squall_error *err)
 	return ret ? ret : 1;
 }
 
-int rdma_sq_cm_drain(struct rdma_sq_node *node)
+int rdma_sq_events(struct rdma_sq_node *node)
 {
 	struct squall_error err;
 	int ret;
@@ -980,13 +980,6 @@ int rdma_sq_cm_drain(struct rdma_sq_node *node)
 	while ((ret = one_event(node, &err)) > 0)
 		;
 	return ret;
-}
-
-int rdma_sq_events(struct rdma_sq_node *node)
-{
-	int ret = rdma_sq_cm_drain(node);
-
-	return ret < 0 ? ret : 0;
 }
 
 /* The first peer neither connected nor refused. */

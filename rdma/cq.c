@@ -134,7 +134,7 @@ int rdma_sq_poll(struct rdma_sq_node *node, struct rdma_sq_wc *out, int max)
 	}
 	if (n == 0 && ++node->idle_polls >= CM_CHECK_EVERY) {
 		node->idle_polls = 0;
-		rdma_sq_cm_drain(node);
+		rdma_sq_events(node);
 	}
 	return n;
 }
@@ -258,7 +258,7 @@ int rdma_sq_wait(struct rdma_sq_node *node, int timeout_ms)
 		}
 	}
 	if (pfd[1].revents & POLLIN)
-		rdma_sq_cm_drain(node);
+		rdma_sq_events(node);
 	if (pfd[2].revents & POLLIN) {
 		uint64_t v;
 

@@ -283,8 +283,5 @@ int rdma_sq_grant_setup(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 void rdma_sq_peer_fail(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 		       const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* Handle every pending connection event without blocking (after
- * connect_all: disconnects). Returns 0 or a negative errno. */
-int rdma_sq_cm_drain(struct rdma_sq_node *node);
 
 #endif /* SQUALL_RDMA_NODE_H */

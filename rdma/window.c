@@ -361,7 +361,7 @@ int rdma_sq_grant_all(struct rdma_sq_node *node, rdma_sq_grant_fn fn,
 	}
 	do {
 		rdma_sq_ctl_poll(node);
-		rdma_sq_cm_drain(node);
+		rdma_sq_events(node);
 		waiting = false;
 		for (uint32_t i = 0; i < node->npeers; i++) {
 			struct rdma_sq_peer *p = &node->peers[i];
