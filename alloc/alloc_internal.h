@@ -360,15 +360,19 @@ void tcache_counts(struct alloc *a, unsigned i, uint64_t *leases,
 extern __thread struct tcache_head *alloc_tls_head
 	__attribute__((tls_model("initial-exec")));
 
-/* This thread's cache for a, when the TLS pointer holds it, else NULL. A
- * head that matches a is the first member of a struct tcache. */
+/* True when h (alloc_tls_head) serves a, never for a NULL a; h is then
+ * the first member of a struct tcache. The hit paths test this alone. */
+static inline bool tcache_serves(struct tcache_head *h, struct alloc *a)
+{
+	return atomic_load_explicit(&h->a, memory_order_relaxed) == a;
+}
+
+/* This thread's cache for a, when the TLS pointer holds it, else NULL. */
 static inline struct tcache *tcache_hit(struct alloc *a)
 {
 	struct tcache_head *h = alloc_tls_head;
 
-	if (likely(atomic_load_explicit(&h->a, memory_order_relaxed) == a))
-		return (struct tcache *)h;
-	return NULL;
+	return likely(tcache_serves(h, a)) ? (struct tcache *)h : NULL;
 }
 
 static inline struct tcache *tcache_get(struct alloc *a)

@@ -447,7 +447,7 @@ int alloc_lease(struct alloc *a, size_t n, const size_t *sizes,
 		goto slow;
 	if (unlikely(!out))
 		goto slow;
-	if (likely(atomic_load_explicit(&h->a, memory_order_relaxed) == a)) {
+	if (likely(tcache_serves(h, a))) {
 		struct tcache *tc = (struct tcache *)h;
 		size_t len = sizes[0], cls;
 		uint64_t mw;
@@ -551,7 +551,7 @@ int alloc_release(struct alloc *a, const struct buf_desc *d)
 		struct tcache_head *h = alloc_tls_head;
 
 		if (likely(st_releasable(s, off) && d->len < (info >> 8) &&
-			   atomic_load_explicit(&h->a, memory_order_relaxed) == a)) {
+			   tcache_serves(h, a))) {
 			struct tcache *tc = (struct tcache *)h;
 			size_t cls = info & 0xff;
 			uint64_t mw = mag_word(tc, cls);
