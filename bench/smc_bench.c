@@ -343,6 +343,20 @@ static uint64_t send_stream(struct bench *b, size_t size)
 	return i;
 }
 
+/* SST pushes and their writes per message of a phase of `msgs` messages
+ * (0 when none), from two group_stats, with `digits` decimals. */
+static void sst_per_msg_print(const struct group_stats *s0,
+			      const struct group_stats *s1, uint64_t msgs,
+			      int digits)
+{
+	uint64_t pushes = s1->sst_pushes - s0->sst_pushes;
+	uint64_t writes = s1->sst_writes - s0->sst_writes;
+
+	printf(" sst_pushes_per_msg=%.*f sst_writes_per_msg=%.*f", digits,
+	       msgs ? (double)pushes / (double)msgs : 0.0, digits,
+	       msgs ? (double)writes / (double)msgs : 0.0);
+}
+
 static void throughput(struct bench *b, size_t size, uint32_t nsenders)
 {
 	struct group_stats s0, s1;
@@ -365,11 +379,7 @@ static void throughput(struct bench *b, size_t size, uint32_t nsenders)
 	       PRIu64, size, nsenders, b->id, b->delivered, secs,
 	       (double)b->delivered / secs, sent,
 	       s1.send_waits - s0.send_waits);
-	printf(" sst_pushes_per_msg=%.3f sst_writes_per_msg=%.3f",
-	       b->delivered ? (double)(s1.sst_pushes - s0.sst_pushes) /
-				      (double)b->delivered : 0.0,
-	       b->delivered ? (double)(s1.sst_writes - s0.sst_writes) /
-				      (double)b->delivered : 0.0);
+	sst_per_msg_print(&s0, &s1, b->delivered, 3);
 	cpu_print(&c0, &c1, b->delivered);
 	printf("\n");
 	fflush(stdout);
@@ -416,10 +426,8 @@ static void breakdown_print(const struct group_stats *s0,
 
 	if (!msgs)
 		return;
-	printf(" sst_pushes_per_msg=%.2f sst_writes_per_msg=%.2f "
-	       "sleeps_per_msg=%.2f",
-	       (double)(s1->sst_pushes - s0->sst_pushes) / (double)msgs,
-	       (double)(s1->sst_writes - s0->sst_writes) / (double)msgs,
+	sst_per_msg_print(s0, s1, msgs, 2);
+	printf(" sleeps_per_msg=%.2f",
 	       (double)(s1->progress_sleeps - s0->progress_sleeps) / (double)msgs);
 	if (rx)
 		printf(" found_to_delivery_us=%.1f",
