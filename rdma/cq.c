@@ -132,11 +132,22 @@ int rdma_sq_poll(struct rdma_sq_node *node, struct rdma_sq_wc *out, int max)
 		if (got < want)
 			break;
 	}
-	if (n == 0 && ++node->idle_polls >= CM_CHECK_EVERY) {
+	if (n == 0 && ++node->idle_polls >= CM_CHECK_EVERY)
+		node->events_wanted = true;
+	/* Only once the queue is empty (n < max: the last poll came up
+	 * short), so that no completion that came before an event is taken
+	 * after it. */
+	if (n < max && node->events_wanted) {
 		node->idle_polls = 0;
+		node->events_wanted = false;
 		rdma_sq_events(node);
 	}
 	return n;
+}
+
+void rdma_sq_want_events(struct rdma_sq_node *node)
+{
+	node->events_wanted = true;
 }
 
 static uint64_t drain_now_ms(void)

@@ -185,6 +185,7 @@ struct rdma_sq_node {
 	uint64_t odp_fallbacks;
 
 	unsigned idle_polls;          /* empty polls since the last cm check */
+	bool events_wanted;           /* rdma_sq_want_events() asked */
 	uint32_t npeers;              /* == cfg->nmembers */
 	uint64_t refused;             /* connections refused for the key
 					 (atomic: rdma_sq_refused) */
@@ -283,5 +284,8 @@ int rdma_sq_grant_setup(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 void rdma_sq_peer_fail(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 		       const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Handle every pending connection event without blocking (after
+ * connect_all: disconnects). Returns 0 or a negative errno. */
+int rdma_sq_events(struct rdma_sq_node *node);
 
 #endif /* SQUALL_RDMA_NODE_H */

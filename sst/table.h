@@ -123,7 +123,7 @@ struct sst {
 	char refusal[SQUALL_ERRMSG_MAX]; /* the first sst_refused why */
 	uint64_t next_hb_ns;
 	uint64_t last_check_ns; /* last heartbeat check (0: none yet) */
-	uint64_t events_ns;     /* last rdma_sq_events() */
+	uint64_t events_ns;     /* last rdma_sq_want_events() */
 
 	/* Counters; the push ones under push_lock, the rest progress-only,
 	 * read racily by sst_get_stats (they are statistics). */

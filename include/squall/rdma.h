@@ -408,14 +408,15 @@ int rdma_sq_poll(struct rdma_sq_node *node, struct rdma_sq_wc *out, int max);
 int rdma_sq_drain(struct rdma_sq_node *node, int timeout_ms,
 		  void (*fn)(void *arg, const struct rdma_sq_wc *wc), void *arg);
 
-/* Handle the connection events pending now: a peer whose connection
- * closed is marked dead (as a failed completion marks it). rdma_sq_poll
- * looks at them only after many empty polls (each look is a system call),
- * which a busy completion queue never gives, and rdma_sq_wait when one
- * wakes it; a caller that keeps polling a busy queue calls this now and
- * then, so that a dead peer is seen within that time. Returns 0 or a
- * negative errno. */
-int rdma_sq_events(struct rdma_sq_node *node);
+/* Ask that the pending connection events (a peer whose connection closed
+ * is marked dead, as a failed completion marks it) be handled by the next
+ * rdma_sq_poll that empties the completion queue: after the completions
+ * that came before them, such as a peer's refusal of a write followed by
+ * its disconnect. rdma_sq_poll looks on its own only after many empty
+ * polls (each look is a system call), which a busy queue never gives, and
+ * rdma_sq_wait when an event wakes it; a caller that keeps polling a busy
+ * queue asks now and then, so that a dead peer is seen within that time. */
+void rdma_sq_want_events(struct rdma_sq_node *node);
 
 /* Block until a completion or a connection event may be ready, or
  * timeout_ms passes (-1: no limit). Returns 0 when woken (then poll),
