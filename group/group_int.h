@@ -298,6 +298,9 @@ struct group_epoch {
 	struct group_item *q_head, **q_tail;
 	uint64_t *done;
 	bool done_dirty;
+	/* A row change no member waits on (SMC_ROW_LAZY, done), not pushed
+	 * yet: since when (CLOCK_MONOTONIC ns), 0 when none. */
+	uint64_t held_ns;
 
 	/* The view change (vcore.h), on the progress thread; the view
 	 * thread reads vc and vc_start_ms to install the next view once vc
@@ -848,14 +851,19 @@ void group_timing_add(struct group *g, bool sst, uint64_t *t);
 int group_stats_start(struct group *g, struct squall_error *err);
 void group_stats_stop(struct group *g, bool write_last);
 
-/* The monotonic clock in ms, and the short sleep of waits that poll the
- * SST. */
-static inline uint64_t group_now_ms(void)
+/* The monotonic clock in ns and in ms, and the short sleep of waits that
+ * poll the SST. */
+static inline uint64_t group_now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline uint64_t group_now_ms(void)
+{
+	return group_now_ns() / 1000000u;
 }
 
 static inline void group_nap(void)

@@ -477,6 +477,9 @@ static bool retry_expects(struct group *g)
 	return work;
 }
 
+/* How long a row change no member waits on may wait for company. */
+#define HOLD_NS 1000000ull
+
 /* Read the members' SMC counters from the SST. */
 static void read_counters(struct group *g)
 {
@@ -490,29 +493,46 @@ static void read_counters(struct group *g)
 		}
 }
 
+/* The row's SMC counters and delivery counts, pushed at once when a
+ * sender waits for them (SMC_ROW_URGENT). The rest (releases, the
+ * delivered counts, two members' null rounds) waits for the next urgent
+ * push, for HOLD_NS, or for the progress thread about to sleep: in a
+ * 2-member paced run the sender's own push of them went out just as the
+ * receiver's row that its delivery waited for arrived, and held the
+ * progress thread in the post meanwhile. */
 static bool publish(struct group *g)
 {
 	uint32_t cr = (uint32_t)g->v.col[COL_SMC_RECV];
 	uint32_t cl = (uint32_t)g->v.col[COL_SMC_REL];
 	uint32_t cd = (uint32_t)g->v.col[COL_DONE];
-	bool work = false;
+	enum smc_row_change ch;
+	uint64_t now;
 
-	if (smc_core_take_row(g->v.core, g->row_recv, g->row_rel)) {
+	ch = smc_core_take_row(g->v.core, g->row_recv, g->row_rel);
+	if (ch != SMC_ROW_SAME)
 		for (uint32_t k = 0; k < g->v.n; k++) {
 			sst_set_elem(g->v.t, cr, k, g->row_recv[k]);
 			sst_set_elem(g->v.t, cl, k, g->row_rel[k]);
 		}
-		work = true;
-	}
 	if (g->v.done_dirty) {
 		for (uint32_t k = 0; k < g->v.n; k++)
 			sst_set_elem(g->v.t, cd, k, g->v.done[k]);
 		g->v.done_dirty = false;
-		work = true;
+		if (ch == SMC_ROW_SAME)
+			ch = SMC_ROW_LAZY;
 	}
-	if (work)
-		sst_push_cols(g->v.t, cr, cd - cr + 1);
-	return work;
+	if (ch == SMC_ROW_SAME && !g->v.held_ns)
+		return false;
+	if (ch != SMC_ROW_URGENT && !sst_idle_armed(g->v.t)) {
+		now = group_now_ns();
+		if (!g->v.held_ns)
+			g->v.held_ns = now;
+		if (now - g->v.held_ns < HOLD_NS)
+			return false;
+	}
+	g->v.held_ns = 0;
+	sst_push_cols(g->v.t, cr, cd - cr + 1);
+	return true;
 }
 
 void group_order_pass(struct group *g, bool *work)
@@ -546,6 +566,9 @@ void group_order_pass(struct group *g, bool *work)
 		*work = true;
 	if (publish(g))
 		*work = true;
+	/* After the row (smc_core_nulls). An error is a write to a failed
+	 * member, as above. */
+	(void)smc_core_nulls(g->v.core, g->recv);
 }
 
 void group_order_free(struct group *g)

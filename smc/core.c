@@ -58,7 +58,7 @@ struct smc_core {
 	struct smc_order_event ev[SMC_CORE_BATCH];
 	bool kept[SMC_CORE_BATCH];
 	uint64_t wait_ns[SMC_CORE_BATCH]; /* at delivery, since at_ns */
-	bool row_dirty;
+	enum smc_row_change row; /* since smc_core_take_row */
 
 	struct smc_stats st;
 };
@@ -123,7 +123,7 @@ int smc_core_create(const struct smc_core_params *p,
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&c->space, &ca);
 	pthread_condattr_destroy(&ca);
-	c->row_dirty = true;
+	c->row = SMC_ROW_URGENT;
 	*out = c;
 	return 0;
 nomem:
@@ -290,7 +290,7 @@ static int64_t reserve_own(struct smc_core *c, const void *payload,
 	/* The window bounds unpassed own records as it bounds the ring. */
 	assert(r == 0);
 	(void)r;
-	/* No push for it (row_dirty): what a member holds of its own rounds
+	/* No push for it (row): what a member holds of its own rounds
 	 * is credited by every member that holds them too
 	 * (smc_order_credit_senders), and none reads it otherwise. */
 	return rec;
@@ -413,6 +413,12 @@ int smc_core_send_copy(struct smc_core *c, const void *src, uint32_t len,
 	return r;
 }
 
+static void row_changed(struct smc_core *c, enum smc_row_change ch)
+{
+	if (ch > c->row)
+		c->row = ch;
+}
+
 /* Record rec of sender s is done with here. Called with the lock held. */
 static void release_rec(struct smc_core *c, uint32_t s, uint64_t rec)
 {
@@ -426,7 +432,7 @@ static void release_rec(struct smc_core *c, uint32_t s, uint64_t rec)
 			 * they released of it). */
 		}
 	} else if (smc_ring_rx_release(&c->rx[s], rec)) {
-		c->row_dirty = true;
+		row_changed(c, SMC_ROW_LAZY);
 	}
 }
 
@@ -456,6 +462,14 @@ int smc_core_on_recv(struct smc_core *c, uint32_t sender, uint32_t imm)
 	for (int i = 0; i < n; i++) {
 		const struct smc_rx_rec *x = &c->rxrecs[i];
 
+		/* A sender waits for the others to hold its message. Null
+		 * rounds it passes without them (smc_order_frontier_here),
+		 * so with two members nobody waits for them; with more, a
+		 * third member's messages wait for everyone to hold them. */
+		row_changed(c, !(x->flags & SMC_REC_NULL) ||
+				       c->p.nmembers > 2 ?
+				   SMC_ROW_URGENT : SMC_ROW_LAZY);
+
 		r = smc_order_push(&c->order, sender,
 				   &(struct smc_order_rec){
 				       .rec = x->rec,
@@ -469,7 +483,6 @@ int smc_core_on_recv(struct smc_core *c, uint32_t sender, uint32_t imm)
 		/* accept() checked the window, which bounds the queue. */
 		assert(r == 0);
 	}
-	c->row_dirty = true;
 out:
 	pthread_mutex_unlock(&c->lock);
 	return r;
@@ -605,9 +618,6 @@ int smc_core_progress(struct smc_core *c, const uint64_t *recv,
 		delivered += deliver_batch(c, got);
 	if (delivered)
 		c->st.delivery_batches++;
-	load_counters(c, recv);
-	send_nulls(c);
-	c->sends_since_pass = 0;
 	r = post_pending(c);
 	if (r == 0)
 		r = delivered;
@@ -616,10 +626,26 @@ out:
 	return r;
 }
 
-bool smc_core_take_row(struct smc_core *c, uint64_t *received,
-		       uint64_t *released)
+int smc_core_nulls(struct smc_core *c, const uint64_t *recv)
 {
-	bool changed;
+	int r;
+
+	pthread_mutex_lock(&c->lock);
+	r = c->error;
+	if (!r) {
+		load_counters(c, recv);
+		send_nulls(c);
+		r = post_pending(c);
+	}
+	c->sends_since_pass = 0;
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+enum smc_row_change smc_core_take_row(struct smc_core *c, uint64_t *received,
+				      uint64_t *released)
+{
+	enum smc_row_change changed;
 
 	pthread_mutex_lock(&c->lock);
 	for (uint32_t s = 0; s < c->p.nmembers; s++) {
@@ -627,8 +653,8 @@ bool smc_core_take_row(struct smc_core *c, uint64_t *received,
 		released[s] =
 		    s == c->p.me ? c->own_released : c->rx[s].released_rec;
 	}
-	changed = c->row_dirty;
-	c->row_dirty = false;
+	changed = c->row;
+	c->row = SMC_ROW_SAME;
 	pthread_mutex_unlock(&c->lock);
 	return changed;
 }

@@ -10,7 +10,8 @@
  *   - its progress thread reports completions (a run arrived from a sender,
  *     a write to a member completed) and calls smc_core_progress() with the
  *     SST's view of every member's counters, then publishes the member's
- *     own row when smc_core_take_row() says it changed.
+ *     own row when smc_core_take_row() says it changed (at once when a
+ *     sender waits for it, SMC_ROW_URGENT), then calls smc_core_nulls().
  * Application threads call smc_core_send() and smc_core_release().
  *
  * Locking: one mutex per core. Upcalls run without it, on the progress
@@ -136,21 +137,44 @@ void smc_core_on_write_done(struct smc_core *c, uint32_t dest,
  * (row j: member j's SST row), released the n x n matrix of released
  * record counts (row j, column s: how far member j released sender s's
  * ring). This member's own rows are taken from the core, not from the
- * matrices. Delivers every stable message in order (upcalls), sends null
- * messages when idle and posts waiting runs. Returns the number of
- * messages delivered, or a negative errno from post_write. */
+ * matrices. Delivers every stable message in order (upcalls) and posts
+ * waiting runs. Returns the number of messages delivered, or a negative
+ * errno from post_write. */
 int smc_core_progress(struct smc_core *c, const uint64_t *recv,
 		      const uint64_t *released);
 
+/* The end of a progress pass, after the member published its row: when
+ * no message was sent since the last pass, cover the rounds the others
+ * are ahead of this member by with null records, and post them. A sender
+ * waits for the row saying its message is held here, not for these nulls
+ * (the rounds before its message are covered already), so the row goes
+ * first. recv as for smc_core_progress. Returns 0 or a negative errno
+ * from post_write. */
+int smc_core_nulls(struct smc_core *c, const uint64_t *recv);
+
+/* What changed in this member's row since it was last taken. */
+enum smc_row_change {
+	SMC_ROW_SAME = 0,
+	/* Only what no member waits on to deliver: released[s] (sender s
+	 * reuses its ring later), or, with two members, received[s] moved
+	 * by null records (s passes its own null rounds without the others'
+	 * rows). Publishing it may wait a little. */
+	SMC_ROW_LAZY,
+	/* received[s] moved by a message of s (s waits for every member to
+	 * hold it), or, with three members or more, by any record (a third
+	 * member's messages wait for everyone to hold the rounds before). */
+	SMC_ROW_URGENT,
+};
+
 /* This member's SST row: received[s] (rounds held of sender s) and
- * released[s] (records of sender s's ring released here). Returns true
- * when an entry another member reads changed since the last call: of
+ * released[s] (records of sender s's ring released here). Returns what
+ * changed since the last call in the entries other members read: of
  * another sender s, received[s] or released[s]. The member's own entries
  * move without it: the others credit a sender with its rounds they hold
  * (smc_order_credit_senders), and only the member reads how far it
  * released its own ring. */
-bool smc_core_take_row(struct smc_core *c, uint64_t *received,
-		       uint64_t *released);
+enum smc_row_change smc_core_take_row(struct smc_core *c, uint64_t *received,
+				      uint64_t *released);
 
 void smc_core_stats(struct smc_core *c, struct smc_stats *st);
 

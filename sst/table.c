@@ -492,6 +492,11 @@ bool sst_suspected(const struct sst *t, uint32_t rank)
 	return (__atomic_load_n(&t->known, __ATOMIC_ACQUIRE) >> rank) & 1;
 }
 
+bool sst_idle_armed(const struct sst *t)
+{
+	return atomic_load_explicit(&t->asleep, memory_order_relaxed);
+}
+
 void sst_get_stats(struct sst *t, struct sst_stats *out)
 {
 	pthread_mutex_lock(&t->push_lock);

@@ -402,6 +402,11 @@ const char *sst_refusal(const struct sst *t);
  * learnt from a peer's row). */
 bool sst_suspected(const struct sst *t, uint32_t rank);
 
+/* Whether the progress thread will sleep after this pass if the pass
+ * finds no work (its idle policy armed): a dispatch hook's on_pass sends
+ * what it held back then, and says it had work. Progress thread. */
+bool sst_idle_armed(const struct sst *t);
+
 /* A snapshot of the counters. */
 void sst_get_stats(struct sst *t, struct sst_stats *out);
 
