@@ -145,11 +145,11 @@ int smc_core_progress(struct smc_core *c, const uint64_t *recv,
 
 /* The end of a progress pass, after the member published its row: when
  * no message was sent since the last pass, cover the rounds the others
- * are ahead of this member by with null records, and post them. A sender
- * waits for the row saying its message is held here, not for these nulls
- * (the rounds before its message are covered already), so the row goes
- * first. recv as for smc_core_progress. Returns 0 or a negative errno
- * from post_write. */
+ * are ahead of this member by with null records, and post them. The
+ * sender of a message waits for the row saying it is held here, and for
+ * this member's nulls only of the rounds before it, covered when those
+ * rounds' messages arrived: so the row goes first. recv as for
+ * smc_core_progress. Returns 0 or a negative errno from post_write. */
 int smc_core_nulls(struct smc_core *c, const uint64_t *recv);
 
 /* What changed in this member's row since it was last taken. */
