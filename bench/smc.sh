@@ -80,6 +80,12 @@ stop_all() {
 # ---- squall: smc_bench, one process per member ----
 ARGS="--config $CFG --out $OUT --sizes $SIZES --secs $SECS --lat-count $LATN --lease-batch $BATCH"
 for kv in $SETS; do ARGS="$ARGS --set $kv"; done
+# sets_except KEY: SMC_BENCH_SET's settings as --set options, but KEY's
+# (a run that sets KEY itself).
+sets_except() {
+    local kv
+    for kv in $SETS; do [ "${kv%%=*}" = "$1" ] || printf ' --set %s' "$kv"; done
+}
 # run_members DIR ARGS...: smc_bench --id I ARGS for every member, output
 # in DIR/m.I, printed after; 0 when every member succeeded.
 run_members() {
@@ -107,8 +113,7 @@ awk '!/\{ *id *= *2;/ { l[++n] = $0 } END {
     for (i = 1; i <= n; i++) { if (i < n && l[i + 1] ~ /^\);/) sub(/\},[ \t]*$/, "}", l[i]); print l[i] } }' \
     "$CFG" >"$CFG2"
 mkdir -p "$OUT/two"
-ARGS2="--config $CFG2 --out $OUT/two --sizes 64 --lat-count $LATN --latency-only --set sst.idle=spin"
-for kv in $SETS; do [ "${kv%%=*}" = sst.idle ] || ARGS2="$ARGS2 --set $kv"; done
+ARGS2="--config $CFG2 --out $OUT/two --sizes 64 --lat-count $LATN --latency-only --set sst.idle=spin$(sets_except sst.idle)"
 echo "# smc_bench --id ID $ARGS2"
 ok2=1
 timeout 900 "$BENCH" --id 1 $ARGS2 >"$OUT/two/m.1" 2>&1 &
@@ -125,8 +130,7 @@ cat "$OUT"/two/m.*
 # one sender 9,710-10,429 msgs/s at 1 KiB and 1,849-1,905 at 8 KiB with
 # the default adaptive policy, 12,885-13,352 and 2,802-2,882 with block.
 mkdir -p "$OUT/block"
-ARGSB="--config $CFG --out $OUT/block --sizes $SIZES --secs $SECS --lat-count 20 --lease-batch $BATCH"
-for kv in $SETS; do [ "${kv%%=*}" = sst.idle ] || ARGSB="$ARGSB --set $kv"; done
+ARGSB="--config $CFG --out $OUT/block --sizes $SIZES --secs $SECS --lat-count 20 --lease-batch $BATCH$(sets_except sst.idle)"
 okb=1
 # shellcheck disable=SC2086
 run_members "$OUT/block" $ARGSB --set sst.idle=block ||
@@ -141,8 +145,7 @@ run_members "$OUT/block" $ARGSB --set sst.idle=block ||
 # compares neighbours, and the figure is the geometric mean of the pairs'
 # ratios (each pair counts once, whichever order it ran in).
 PAIRS=${SMC_BENCH_ACCESS_PAIRS:-4}
-ARGS3="--config $CFG --sizes 64 --secs $SECS --lat-count 20 --lease-batch $BATCH"
-for kv in $SETS; do [ "${kv%%=*}" = group.peer_access ] || ARGS3="$ARGS3 --set $kv"; done
+ARGS3="--config $CFG --sizes 64 --secs $SECS --lat-count 20 --lease-batch $BATCH$(sets_except group.peer_access)"
 ok3=1
 for p in $(seq 1 "$PAIRS"); do
     order="windows region"
@@ -270,6 +273,12 @@ else
     fail "ib_write_bw: no RoCE v2 GID for $A1 or $A2 on $DEV"
 fi
 
+# ratio_to_pf SIZE MSGS_PER_S: over ib_write_bw's rate, "-" when either
+# is missing.
+ratio_to_pf() {
+    [ -n "$2" ] && [ -n "${pf[$1]:-}" ] && awk -v a="$2" -v b="${pf[$1]}" 'BEGIN { printf "%.3f", a / b }' || echo -
+}
+
 # ---- the table ----
 echo
 echo "SMC ordered delivery through the group API, $N members (conf/local-3.cfg${SETS:+ with $SETS}: smc.window $WINDOW) vs ib_write_bw, same VM run"
@@ -286,9 +295,7 @@ for s in ${SIZES//,/ }; do
         l=$(lat "$s" "$k")
         bl=$(tput "$s" "$k" "$OUT/block")
         p=${pf[$s]:-}
-        ratio=- bratio=-
-        [ -n "$a" ] && [ -n "$p" ] && ratio=$(awk -v a="$a" -v b="$p" 'BEGIN { printf "%.3f", a / b }')
-        [ -n "$bl" ] && [ -n "$p" ] && bratio=$(awk -v a="$bl" -v b="$p" 'BEGIN { printf "%.3f", a / b }')
+        ratio=$(ratio_to_pf "$s" "$a") bratio=$(ratio_to_pf "$s" "$bl")
         [ -n "$a" ] || missing+=("msgs/s size $s senders $k")
         [ -n "$l" ] || missing+=("latency size $s senders $k")
         [ -n "$bl" ] || missing+=("msgs/s with sst.idle=block size $s senders $k")
@@ -366,11 +373,6 @@ C=$(tput "$first" $N)
 L3=$(lat 64 1)
 # ratio_1k and ratio_8k: one sender at 1 KiB and smc.max_payload (when
 # measured); all_senders_ratio_min: every member sending, lowest over sizes.
-# ratio_to_pf SIZE MSGS_PER_S: over ib_write_bw's rate, "-" when either
-# is missing.
-ratio_to_pf() {
-    [ -n "$2" ] && [ -n "${pf[$1]:-}" ] && awk -v a="$2" -v b="${pf[$1]}" 'BEGIN { printf "%.3f", a / b }' || echo -
-}
 # all_min [DIR]: every member sending, the lowest ratio over sizes.
 all_min() {
     local s r m=
