@@ -25,8 +25,9 @@
 # the view change began (the dying process's exit, the peers noticing it,
 # the suspicion reaching this survivor), the group's own wedge-to-installed
 # time of its last change (last_view_change_ms) and its parts (agreement,
-# delivering to the trim, teardown, build and, of the build, connecting:
-# group_stats(3)), messages sent, delivered and resent after a trim,
+# delivering to the trim, teardown, build and, of the build, connecting;
+# of the delivery, the members' own deliver upcalls, which check every
+# byte of each message: group_stats(3)), messages sent, delivered and resent after a trim,
 # duplicates and gaps seen. A round's view change time is its last
 # survivor's; the summary gives the median over rounds, lost and
 # duplicated summed over all rounds (lost: messages a live sender, the
@@ -133,15 +134,16 @@ for r in $(seq 1 "$ROUNDS"); do
     violations=$((violations + v))
     for i in $surv; do
         f=$OUT/$name.$i.out
-        # agree deliver teardown build connect, ms (numbers: split below)
-        pv=$(for p in agree deliver teardown build connect; do echo -n "$(val0 "$f" RESULT ${p}_ms) "; done)
+        # agree deliver teardown build connect upcall, ms (numbers: split
+        # below)
+        pv=$(for p in agree deliver teardown build connect upcall; do echo -n "$(val0 "$f" RESULT ${p}_ms) "; done)
         parts+=("$pv")
         # Death to the wedge: the rest of death_to_ms before the
         # group's own wedge-to-installed time.
         det=$(( $(view_of "$f" "$members") - since - $(val0 "$f" RESULT view_change_ms) ))
         detects+=("$det")
         # shellcheck disable=SC2086
-        rows+=("$(printf "%-16s %-7s %10s %6s %10s %6s %7s %8s %6s %7s %8s %10s %7s %5s %5s %5s" "$r:$k" "$i" \
+        rows+=("$(printf "%-16s %-7s %10s %6s %10s %6s %7s %8s %6s %7s %6s %8s %10s %7s %5s %5s %5s" "$r:$k" "$i" \
             $(( $(view_of "$f" "$members") - since )) "$det" "$(val0 "$f" RESULT view_change_ms)" $pv \
             "$(val0 "$f" RESULT sent)" "$(val0 "$f" RESULT delivered)" "$(val0 "$f" STATS resent)" \
             "$(val0 "$f" RESULT dup)" "$(val0 "$f" RESULT gap)" "$(val0 "$f" RESULT bad)")")
@@ -158,28 +160,28 @@ med=$(median "${view_ms[@]}")
 
 echo
 echo "Membership: a member of $N dies while all stream at $RATE msgs/s each ($SETS)"
-printf "%-16s %-7s %10s %6s %10s %6s %7s %8s %6s %7s %8s %10s %7s %5s %5s %5s\n" round member death_to_ms detect \
-    wedge_ms agree deliver teardown build connect sent delivered resent dup gap bad
+printf "%-16s %-7s %10s %6s %10s %6s %7s %8s %6s %7s %6s %8s %10s %7s %5s %5s %5s\n" round member death_to_ms detect \
+    wedge_ms agree deliver teardown build connect upcall sent delivered resent dup gap bad
 printf '%s\n' "${rows[@]}"
 # membership.csv: the table, one row per survivor of each round.
 . "$SRC/bench/lib/csv.sh"
 csv_dir membership
 csv_header membership round kind member death_to_view_ms detect_ms wedge_to_installed_ms agree_ms \
-    deliver_ms teardown_ms build_ms connect_ms sent delivered resent dup gap bad
+    deliver_ms teardown_ms build_ms connect_ms upcall_ms sent delivered resent dup gap bad
 for row in "${csv_rows[@]}"; do
     eval "csv_row membership $row"
 done
 printf "%-44s %s\n" "view change per round, ms (last survivor)" "${view_ms[*]}"
 printf "%-44s %s\n" "view change, median of rounds, ms" "$med"
-# partmed COLUMN: the median of that part (1 agree .. 5 connect) over
-# every survivor of every round.
+# partmed COLUMN: the median of that part (1 agree .. 5 connect, 6 the
+# deliver upcalls) over every survivor of every round.
 partmed() { median $(printf '%s\n' "${parts[@]}" | awk -v c="$1" '{ print $c }'); }
 pm_agree=$(partmed 1) pm_deliver=$(partmed 2) pm_teardown=$(partmed 3)
-pm_build=$(partmed 4) pm_connect=$(partmed 5)
+pm_build=$(partmed 4) pm_connect=$(partmed 5) pm_upcall=$(partmed 6)
 pm_detect=$(median "${detects[@]}")
 printf "%-44s %s\n" "its parts, medians over survivors, ms" \
-    "detect $pm_detect, then agree $pm_agree, deliver $pm_deliver, teardown $pm_teardown, build $pm_build (connect $pm_connect)"
+    "detect $pm_detect, then agree $pm_agree, deliver $pm_deliver (its upcalls $pm_upcall), teardown $pm_teardown, build $pm_build (connect $pm_connect)"
 printf "%-44s %s\n" "messages of live senders lost (all rounds)" "$lost"
 printf "%-44s %s\n" "messages delivered twice (all rounds)" "$dups"
 printf "%-44s %s\n" "vs_check violations (all rounds)" "$violations"
-echo "SUMMARY membership view_change_ms=$med lost=$lost duplicated=$dups violations=$violations members=$N rounds=$ROUNDS detect_ms=$pm_detect agree_ms=$pm_agree deliver_ms=$pm_deliver teardown_ms=$pm_teardown build_ms=$pm_build connect_ms=$pm_connect"
+echo "SUMMARY membership view_change_ms=$med lost=$lost duplicated=$dups violations=$violations members=$N rounds=$ROUNDS detect_ms=$pm_detect agree_ms=$pm_agree deliver_ms=$pm_deliver teardown_ms=$pm_teardown build_ms=$pm_build connect_ms=$pm_connect upcall_ms=$pm_upcall"

@@ -236,6 +236,8 @@ int group_epoch_build(struct group *g, struct squall_error *err)
 	memset(g->v.done, 0, (size_t)g->cfg.nmembers * 8);
 	g->v.done_dirty = false;
 	g->v.held_ns = 0;
+	g->v.trimming = false;
+	g->v.trim_upcall_ns = 0;
 	g->v.sent_epoch = 0;
 	memset(&g->v.vc, 0, sizeof(g->v.vc));
 	memset(g->v.suspect_why, 0, sizeof(g->v.suspect_why));

@@ -462,6 +462,7 @@ void group_stats_in_view(struct group *g, struct group_stats *st)
 			atomic_load(&g->st_vc_teardown_ms),
 		.last_view_change_build_ms = atomic_load(&g->st_vc_build_ms),
 		.last_view_change_connect_ms = atomic_load(&g->st_vc_connect_ms),
+		.last_view_change_upcall_ms = atomic_load(&g->st_vc_upcall_ms),
 		.sends_lost = atomic_load(&g->st_unsent_lost),
 		.sends_unknown = atomic_load(&g->st_unsent_unknown),
 		.p2p_abandoned = atomic_load(&g->st_p2p_abandoned),

@@ -309,6 +309,8 @@ struct group_epoch {
 	struct vc_row vc_rows[GROUP_CONFIG_MAX_MEMBERS]; /* its inputs */
 	uint64_t vc_fence[SST_MAX_MEMBERS]; /* the push of the adoption */
 	bool ragged;                    /* delivering the trim */
+	bool trimming;                  /* in group_deliver_trim */
+	uint64_t trim_upcall_ns;        /* its deliver upcalls took */
 	uint64_t vc_start_ms;           /* when this member wedged */
 	uint64_t vc_adopt_ms;           /* when it adopted the trim */
 	uint64_t connect_ms;            /* this view's connections and keys
@@ -476,9 +478,10 @@ struct group {
 	/* The last view change's parts (group_stats: last_view_change_*):
 	 * wedge to adoption, adoption to the view thread's install, the
 	 * old view's teardown, the next one's build and, of it, the
-	 * connections with their keys. */
+	 * connections with their keys; of the delivery, its upcalls. */
 	atomic_uint_fast64_t st_vc_agree_ms, st_vc_deliver_ms,
-		st_vc_teardown_ms, st_vc_build_ms, st_vc_connect_ms;
+		st_vc_teardown_ms, st_vc_build_ms, st_vc_connect_ms,
+		st_vc_upcall_ms;
 	atomic_uint_fast64_t st_unsent_lost, st_unsent_unknown;
 	atomic_uint_fast64_t st_misbehaved; /* peers removed for what they sent */
 	atomic_uint_fast64_t st_old_refused; /* ended views' rdma_sq_refused */

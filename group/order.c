@@ -88,10 +88,15 @@ static void keep(struct group *g, enum group_kept_kind kind,
 static bool upcall_deliver(struct group *g, uint32_t sender, uint64_t seq,
 			   const struct buf_desc *d)
 {
+	uint64_t t0 = g->v.trimming ? group_now_ns() : 0;
 	bool kept;
 
 	atomic_store_explicit(&g->upcall_ptr, d->ptr, memory_order_release);
 	kept = g->cb.deliver(g->ctx, g->v.ids[sender], g->seq_base + seq, d);
+	/* The trim's deliveries hold the view change up: how long the
+	 * application takes over them is one of its parts (group_stats). */
+	if (t0)
+		g->v.trim_upcall_ns += group_now_ns() - t0;
 	if (!kept && atomic_exchange(&g->upcall_ptr, NULL) ==
 		     GROUP_UPCALL_RELEASED(g) && g->cb.log) {
 		char msg[160];
@@ -662,6 +667,7 @@ void group_deliver_trim(struct group *g)
 	const uint64_t *trim = g->v.vc.trim;
 
 	group_assert_progress(g);
+	g->v.trimming = true;
 	/* Messages passed by SMC and waiting behind a large one. */
 	while (g->v.q_head) {
 		struct group_item *it = g->v.q_head;
@@ -714,6 +720,7 @@ void group_deliver_trim(struct group *g)
 	 * view could not send again. */
 	smc_core_take_own(g->v.core, take_own, g);
 	group_resend_add_later(g);
+	g->v.trimming = false;
 }
 
 /* ---- a member out of the group -------------------------------------------- */

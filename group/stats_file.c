@@ -52,6 +52,8 @@ static const struct field fields[] = {
 	  g.last_view_change_build_ms, true),
 	F("group.last_view_change_connect_ms", P_GROUP,
 	  g.last_view_change_connect_ms, true),
+	F("group.last_view_change_upcall_ms", P_GROUP,
+	  g.last_view_change_upcall_ms, true),
 	G(sends_lost), G(sends_unknown), G(p2p_abandoned), G(misbehaved),
 	G(refused), G(joins_dropped), G(sent_in_place), G(bytes_in_place),
 	G(bytes_copied), G(cache_hits), G(cache_misses),

@@ -357,6 +357,9 @@ static void install(struct group *g)
 	uint64_t keep = group_cfg_bits(g, &g->vcfg), adds = g->v.vc.tadd;
 	uint64_t vc_start = g->v.vc_start_ms, resent = 0;
 	uint64_t adopted = g->v.vc_adopt_ms, t0 = group_now_ms(), t1, t2;
+	/* The trim is delivered (VC_INSTALL): the progress thread adds no
+	 * more to it. */
+	uint64_t upcall_ns = g->v.trim_upcall_ns;
 	uint32_t ids[GROUP_CONFIG_MAX_MEMBERS], n = 0;
 	struct group_resend *rs;
 	int r;
@@ -436,6 +439,7 @@ static void install(struct group *g)
 	atomic_store(&g->st_vc_teardown_ms, t1 - t0);
 	atomic_store(&g->st_vc_build_ms, t2 - t1);
 	atomic_store(&g->st_vc_connect_ms, g->v.connect_ms);
+	atomic_store(&g->st_vc_upcall_ms, upcall_ns / 1000000u);
 	atomic_store(&g->installing, false);
 	/* Sends go on, unless the next change already wedged this view
 	 * (the core refuses them then all the same). */

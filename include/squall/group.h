@@ -476,6 +476,10 @@ struct group_stats {
 	uint64_t smc_own_wait_ns;  /* own SMC messages: from the send to
 				      their delivery here, summed */
 	uint64_t smc_own_waited;   /* ... over this many messages */
+	uint64_t last_view_change_upcall_ms; /* of last_view_change_deliver_ms,
+						the deliver upcalls of the
+						messages up to the trim (the
+						application's own time) */
 };
 void group_stats(struct group *g, struct group_stats *st);
 

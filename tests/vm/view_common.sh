@@ -236,21 +236,25 @@ check_survivors() {
 
 # check_parts NAME SURVIVORS: each survivor's last view change splits into
 # parts (group_stats last_view_change_*) that add up to no more than the
-# whole, the connections within the build; printed for each.
+# whole, the connections within the build and the application's upcalls
+# within the delivery; printed for each.
 check_parts() {
-    local name=$1 i f total a d t b c parts=""
+    local name=$1 i f total a d t b c u parts=""
     for i in $2; do
         f=$OUT/$name.$i.out
         total=$(val0 "$f" RESULT view_change_ms) a=$(val0 "$f" RESULT agree_ms)
         d=$(val0 "$f" RESULT deliver_ms) t=$(val0 "$f" RESULT teardown_ms)
         b=$(val0 "$f" RESULT build_ms) c=$(val0 "$f" RESULT connect_ms)
+        u=$(val0 "$f" RESULT upcall_ms)
         [ $((a + d + t + b)) -le "$total" ] ||
             fail "$name: member $i: the view change's parts (agree $a, deliver $d, teardown $t, build $b ms) add up to more than its $total ms"
         [ "$c" -le "$b" ] ||
             fail "$name: member $i: connecting took $c ms of a build of $b ms"
-        parts="$parts $i:$a+$d+$t+$b($c)/$total"
+        [ "$u" -le "$d" ] ||
+            fail "$name: member $i: the trim's deliver upcalls took $u ms of a delivery of $d ms"
+        parts="$parts $i:$a+$d($u)+$t+$b($c)/$total"
     done
-    echo "ok: $name: view change parts, ms (agree+deliver+teardown+build(connect)/whole):$parts"
+    echo "ok: $name: view change parts, ms (agree+deliver(upcalls)+teardown+build(connect)/whole):$parts"
 }
 
 # end_round NAME SURVIVORS DEAD MEMBERS: each survivor installs a view of

@@ -817,12 +817,13 @@ int main(int argc, char **argv)
 	       " view_change_ms=%" PRIu64 " misbehaved=%" PRIu64
 	       " joins_dropped=%" PRIu64 " agree_ms=%" PRIu64
 	       " deliver_ms=%" PRIu64 " teardown_ms=%" PRIu64
-	       " build_ms=%" PRIu64 " connect_ms=%" PRIu64 "\n", m->id,
+	       " build_ms=%" PRIu64 " connect_ms=%" PRIu64
+	       " upcall_ms=%" PRIu64 "\n", m->id,
 	       m->sent, m->delivered, m->bad, m->dup, m->gap, m->nep,
 	       st.last_view_change_ms, st.misbehaved, st.joins_dropped,
 	       st.last_view_change_agree_ms, st.last_view_change_deliver_ms,
 	       st.last_view_change_teardown_ms, st.last_view_change_build_ms,
-	       st.last_view_change_connect_ms);
+	       st.last_view_change_connect_ms, st.last_view_change_upcall_ms);
 	fflush(stdout);
 	if (atomic_load(&m->stopped))
 		return 3;
