@@ -295,6 +295,15 @@ static uint64_t clamp(uint64_t v, uint64_t lo, uint64_t hi)
 	return v < lo ? lo : v > hi ? hi : v;
 }
 
+/* The longest window now: spin_max, or while the CPU is crowded
+ * SST_IDLE_CROWDED_SPINS x spin_min (when that is shorter). */
+static uint64_t crowded_max(const struct sst_idle *s)
+{
+	uint64_t c = SST_IDLE_CROWDED_SPINS * s->spin_min_ns;
+
+	return s->crowded && c < s->spin_max_ns ? c : s->spin_max_ns;
+}
+
 /* The first pass after a wait: adapt the window to how long it slept.
  * A wake-up without work (a timer, the completion of our own write) says
  * nothing about the traffic: the window stays, and the member re-arms at
@@ -310,7 +319,8 @@ static bool after_wake(struct sst_idle *s, bool work, uint64_t now_ns)
 		return true;
 	}
 	if (slept <= s->spin_max_ns) {
-		uint64_t want = clamp(2 * slept, s->spin_min_ns, s->spin_max_ns);
+		uint64_t want = clamp(2 * slept, s->spin_min_ns,
+				      crowded_max(s));
 
 		if (want > s->spin_ns)
 			s->spin_ns = want;
@@ -373,6 +383,21 @@ enum sst_idle_action sst_idle_after_pass(struct sst_idle *s, bool work,
 		break;
 	}
 	return s->state;
+}
+
+void sst_idle_yielded(struct sst_idle *s, uint64_t took_ns)
+{
+	if (s->policy != SST_IDLE_POLICY_ADAPTIVE)
+		return;
+	s->yields++;
+	if (took_ns >= SST_IDLE_YIELD_SLOW_NS)
+		s->slow_yields++;
+	if (s->yields < SST_IDLE_YIELD_SAMPLE)
+		return;
+	s->crowded = s->slow_yields * 4u >= s->yields;
+	s->yields = s->slow_yields = 0;
+	if (s->spin_ns > crowded_max(s))
+		s->spin_ns = crowded_max(s);
 }
 
 void sst_idle_woken(struct sst_idle *s)

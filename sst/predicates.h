@@ -82,7 +82,24 @@ size_t sst_preds_count(struct sst_preds *e);
  * Reading the clock is not free (a system call on some virtual machines),
  * so the machine says when it needs one: sst_idle_needs_clock. Passes
  * without a clock reading pass now = 0.
+ *
+ * A crowded CPU: an idle spin gives the CPU away (sched_yield) between
+ * passes, and the caller says how long each such yield took
+ * (sst_idle_yielded). A yield that comes back after SST_IDLE_YIELD_SLOW_NS
+ * or more found another thread waiting for the CPU: spinning there takes
+ * time that thread needs (on a host with fewer CPUs than busy threads, a
+ * Soft-RoCE device's own work in the kernel among them). Over each
+ * SST_IDLE_YIELD_SAMPLE idle yields, when a quarter or more were slow the
+ * member counts as crowded until a sample says otherwise: its window
+ * grows no further than SST_IDLE_CROWDED_SPINS x spin_min (long enough
+ * for an answer to come back, too short to spin through the gaps between
+ * messages), and up to spin_max again once the CPU is its own. With a CPU
+ * to itself every yield comes straight back, and the window adapts as
+ * above.
  */
+#define SST_IDLE_YIELD_SLOW_NS 20000u
+#define SST_IDLE_YIELD_SAMPLE 64u
+#define SST_IDLE_CROWDED_SPINS 3u
 enum sst_idle_action {
 	SST_IDLE_SPIN,
 	SST_IDLE_ARM,
@@ -102,6 +119,9 @@ struct sst_idle {
 	bool after_wake;           /* the next pass is the first after a wait */
 	uint64_t block_ns;         /* when the last wait began */
 	uint64_t blocks;           /* times the member went to sleep */
+	uint32_t yields;           /* idle yields in the current sample */
+	uint32_t slow_yields;      /* ... of which slow */
+	bool crowded;              /* the last whole sample said so */
 };
 
 void sst_idle_init(struct sst_idle *s, uint64_t spin_min_ns,
@@ -124,5 +144,9 @@ enum sst_idle_action sst_idle_after_pass(struct sst_idle *s, bool work,
 
 /* The caller returns from its blocking wait (woken or timed out). */
 void sst_idle_woken(struct sst_idle *s);
+
+/* The caller gave the CPU away on an idle spin pass (SST_IDLE_SPIN after
+ * a pass without work) and got it back took_ns later. ADAPTIVE only. */
+void sst_idle_yielded(struct sst_idle *s, uint64_t took_ns);
 
 #endif /* SQUALL_SST_PREDICATES_H */

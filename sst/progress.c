@@ -14,7 +14,9 @@
  * that every peer's heartbeat keeps changing.
  *
  * Idle policy (sst_idle in predicates.c): while passes see work (a peer's
- * push, a trigger) the thread spins; after the spin window without work it
+ * push, a trigger) the thread spins, giving the CPU away between idle
+ * passes and timing how long that took (a crowded CPU keeps the window
+ * short: predicates.h); after the spin window without work it
  * arms (sets `asleep`), runs one more pass, and if that is idle too it
  * blocks in rdma_sq_wait until a completion arrives or the next heartbeat
  * or suspicion deadline is due. Peers' pushes carry an immediate, so they
@@ -501,8 +503,14 @@ void *sst_progress_main(void *arg)
 			 * than CPUs, spinning through their time slices would
 			 * delay exactly the work this thread waits for. With
 			 * nothing else runnable the yield returns at once. */
-			if (!work)
+			if (!work && idle.policy == SST_IDLE_POLICY_ADAPTIVE) {
+				uint64_t t0 = sst_now_ns();
+
 				sched_yield();
+				sst_idle_yielded(&idle, sst_now_ns() - t0);
+			} else if (!work) {
+				sched_yield();
+			}
 			break;
 		case SST_IDLE_ARM:
 			atomic_store_explicit(&t->asleep, true, memory_order_seq_cst);

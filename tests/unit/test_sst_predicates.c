@@ -461,6 +461,72 @@ static void test_idle_window_adapts(void **state)
 	assert_int_equal(s.spin_ns, 100);
 }
 
+/* Feed one sample of idle yields, slow of them taking 2 x the slow mark. */
+static void yields(struct sst_idle *s, unsigned slow)
+{
+	for (unsigned i = 0; i < SST_IDLE_YIELD_SAMPLE; i++)
+		sst_idle_yielded(s, i < slow ? 2ull * SST_IDLE_YIELD_SLOW_NS :
+					       SST_IDLE_YIELD_SLOW_NS / 20);
+}
+
+/* Idle yields that come back late (another thread waited for the CPU)
+ * keep the window at SST_IDLE_CROWDED_SPINS x spin_min at most while they
+ * last: the member sleeps after a short spin instead of spinning through
+ * the other thread's time. Once yields come straight back the window
+ * adapts up to spin_max again. Other policies ignore yields. */
+static void test_idle_crowded_cpu(void **state)
+{
+	(void)state;
+	struct sst_idle s;
+	uint64_t t, cap = SST_IDLE_CROWDED_SPINS * 100;
+
+	assert_true(cap < 4000);
+	sst_idle_init(&s, 100, 5000, 1, 1, 0);
+	t = to_block(&s, 1);
+	sst_idle_woken(&s);
+	t += 2000;
+	sst_idle_after_pass(&s, true, t);
+	assert_int_equal(s.spin_ns, 4000);
+	/* fewer than a quarter slow: not crowded, the window stays */
+	yields(&s, SST_IDLE_YIELD_SAMPLE / 4 - 1);
+	assert_false(s.crowded);
+	assert_int_equal(s.spin_ns, 4000);
+	/* a quarter slow: crowded, the window drops to the cap */
+	yields(&s, SST_IDLE_YIELD_SAMPLE / 4);
+	assert_true(s.crowded);
+	assert_int_equal(s.spin_ns, cap);
+	/* an idle gap longer than the cap puts it to sleep now */
+	assert_int_equal(sst_idle_after_pass(&s, false, t + cap - 1), SST_IDLE_SPIN);
+	assert_int_equal(sst_idle_after_pass(&s, false, t + cap), SST_IDLE_ARM);
+	assert_int_equal(sst_idle_after_pass(&s, false, t + cap + 1), SST_IDLE_BLOCK);
+	sst_idle_woken(&s);
+	/* a sleep that ends with work grows it no further than the cap */
+	t += cap + 1 + 1000;
+	sst_idle_after_pass(&s, true, t);
+	assert_int_equal(s.spin_ns, cap);
+	/* half a sample says nothing yet */
+	for (unsigned i = 0; i < SST_IDLE_YIELD_SAMPLE / 2; i++)
+		sst_idle_yielded(&s, 0);
+	assert_true(s.crowded);
+	for (unsigned i = 0; i < SST_IDLE_YIELD_SAMPLE / 2; i++)
+		sst_idle_yielded(&s, 0);
+	assert_false(s.crowded);
+	t = to_block(&s, t + 200);
+	sst_idle_woken(&s);
+	t += 1000;
+	sst_idle_after_pass(&s, true, t);
+	assert_int_equal(s.spin_ns, 2000);
+
+	/* spin and block do not time yields */
+	sst_idle_init(&s, 100, 5000, 1, 1, 0);
+	sst_idle_set_policy(&s, SST_IDLE_POLICY_SPIN);
+	yields(&s, SST_IDLE_YIELD_SAMPLE);
+	assert_false(s.crowded);
+	sst_idle_set_policy(&s, SST_IDLE_POLICY_BLOCK);
+	yields(&s, SST_IDLE_YIELD_SAMPLE);
+	assert_false(s.crowded);
+}
+
 /* A wake-up without work (a timer, our own write's completion) re-arms at
  * once, no spinning, and leaves the window as the traffic set it. */
 static void test_idle_timer_wake_rearms(void **state)
@@ -533,6 +599,7 @@ int main(void)
 		cmocka_unit_test(test_idle_policy_block),
 		cmocka_unit_test(test_idle_min_polls),
 		cmocka_unit_test(test_idle_window_adapts),
+		cmocka_unit_test(test_idle_crowded_cpu),
 		cmocka_unit_test(test_idle_timer_wake_rearms),
 		cmocka_unit_test(test_idle_clock_sparse),
 	};
