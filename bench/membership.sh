@@ -28,10 +28,10 @@
 # delivering to the trim, teardown, build and, of the build, connecting;
 # of the delivery, the members' own deliver upcalls, which check every
 # byte of each message: group_stats(3)), messages sent, delivered and
-# resent after a trim, duplicates and gaps seen. A round's view change time is its last
-# survivor's; the summary gives the median over rounds, lost and
-# duplicated summed over all rounds (lost: messages a live sender, the
-# leaver included, sent that a survivor never delivered), the
+# resent after a trim, duplicates and gaps seen. A round's view change
+# time is its last survivor's; the summary gives the median over rounds,
+# lost and duplicated summed over all rounds (lost: messages a live
+# sender, the leaver included, sent that a survivor never delivered), the
 # virtual-synchrony violations vs_check found in the members' histories
 # (tests/vsync/check.h), and each part's median over every survivor of
 # every round.
