@@ -385,9 +385,16 @@ enum sst_idle_action sst_idle_after_pass(struct sst_idle *s, bool work,
 	return s->state;
 }
 
+bool sst_idle_times_yields(const struct sst_idle *s)
+{
+	return s->policy == SST_IDLE_POLICY_ADAPTIVE;
+}
+
 void sst_idle_yielded(struct sst_idle *s, uint64_t took_ns)
 {
-	if (s->policy != SST_IDLE_POLICY_ADAPTIVE)
+	uint64_t max;
+
+	if (!sst_idle_times_yields(s))
 		return;
 	s->yields++;
 	if (took_ns >= SST_IDLE_YIELD_SLOW_NS)
@@ -396,8 +403,9 @@ void sst_idle_yielded(struct sst_idle *s, uint64_t took_ns)
 		return;
 	s->crowded = s->slow_yields * 4u >= s->yields;
 	s->yields = s->slow_yields = 0;
-	if (s->spin_ns > crowded_max(s))
-		s->spin_ns = crowded_max(s);
+	max = crowded_max(s);
+	if (s->spin_ns > max)
+		s->spin_ns = max;
 }
 
 void sst_idle_woken(struct sst_idle *s)

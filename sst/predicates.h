@@ -145,8 +145,12 @@ enum sst_idle_action sst_idle_after_pass(struct sst_idle *s, bool work,
 /* The caller returns from its blocking wait (woken or timed out). */
 void sst_idle_woken(struct sst_idle *s);
 
+/* Whether the caller should time its idle yields for sst_idle_yielded
+ * (ADAPTIVE only: the other policies do not use them). */
+bool sst_idle_times_yields(const struct sst_idle *s);
+
 /* The caller gave the CPU away on an idle spin pass (SST_IDLE_SPIN after
- * a pass without work) and got it back took_ns later. ADAPTIVE only. */
+ * a pass without work) and got it back took_ns later. */
 void sst_idle_yielded(struct sst_idle *s, uint64_t took_ns);
 
 #endif /* SQUALL_SST_PREDICATES_H */

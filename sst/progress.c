@@ -503,13 +503,13 @@ void *sst_progress_main(void *arg)
 			 * than CPUs, spinning through their time slices would
 			 * delay exactly the work this thread waits for. With
 			 * nothing else runnable the yield returns at once. */
-			if (!work && idle.policy == SST_IDLE_POLICY_ADAPTIVE) {
-				uint64_t t0 = sst_now_ns();
+			if (!work) {
+				bool timed = sst_idle_times_yields(&idle);
+				uint64_t t0 = timed ? sst_now_ns() : 0;
 
 				sched_yield();
-				sst_idle_yielded(&idle, sst_now_ns() - t0);
-			} else if (!work) {
-				sched_yield();
+				if (timed)
+					sst_idle_yielded(&idle, sst_now_ns() - t0);
 			}
 			break;
 		case SST_IDLE_ARM:

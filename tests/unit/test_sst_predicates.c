@@ -482,6 +482,7 @@ static void test_idle_crowded_cpu(void **state)
 
 	assert_true(cap < 4000);
 	sst_idle_init(&s, 100, 5000, 1, 1, 0);
+	assert_true(sst_idle_times_yields(&s));
 	t = to_block(&s, 1);
 	sst_idle_woken(&s);
 	t += 2000;
@@ -520,9 +521,11 @@ static void test_idle_crowded_cpu(void **state)
 	/* spin and block do not time yields */
 	sst_idle_init(&s, 100, 5000, 1, 1, 0);
 	sst_idle_set_policy(&s, SST_IDLE_POLICY_SPIN);
+	assert_false(sst_idle_times_yields(&s));
 	yields(&s, SST_IDLE_YIELD_SAMPLE);
 	assert_false(s.crowded);
 	sst_idle_set_policy(&s, SST_IDLE_POLICY_BLOCK);
+	assert_false(sst_idle_times_yields(&s));
 	yields(&s, SST_IDLE_YIELD_SAMPLE);
 	assert_false(s.crowded);
 }
