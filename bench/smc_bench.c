@@ -28,10 +28,12 @@
  * One line per phase on stdout:
  *   TPUT size=B senders=K member=ID delivered=N secs=S msgs_per_s=R
  *        sent=M send_waits=W sst_pushes_per_msg=.. sst_writes_per_msg=..
- *        PROFILE
+ *        recs_per_write=.. PROFILE
  *   LAT size=B senders=K member=ID samples=N p50_us=.. p99_us=..
  *       mean_us=.. PROFILE BREAKDOWN
- * (the LAT figures here are this member's alone), where PROFILE says
+ * (the LAT figures here are this member's alone; recs_per_write: the
+ * ring records, messages and nulls, each of this member's SMC writes
+ * carried, 0 when it wrote none), where PROFILE says
  * where the time went during the phase: cpu_main_pct (the sending
  * thread) and cpu_progress_pct (the process's other threads: the group's
  * progress thread), in percent of one CPU; vm_user/sys/softirq/idle_pct
@@ -380,6 +382,9 @@ static void throughput(struct bench *b, size_t size, uint32_t nsenders)
 	       (double)b->delivered / secs, sent,
 	       s1.send_waits - s0.send_waits);
 	sst_per_msg_print(&s0, &s1, b->delivered, 3);
+	printf(" recs_per_write=%.2f", s1.smc_writes > s0.smc_writes ?
+	       (double)(s1.smc_records_written - s0.smc_records_written) /
+	       (double)(s1.smc_writes - s0.smc_writes) : 0.0);
 	cpu_print(&c0, &c1, b->delivered);
 	printf("\n");
 	fflush(stdout);

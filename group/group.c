@@ -408,6 +408,8 @@ void group_timing_add(struct group *g, bool sst, uint64_t *t)
 		t[GT_RX_WAITED] += ss.rx_waited;
 		t[GT_OWN_WAIT_NS] += ss.own_wait_ns;
 		t[GT_OWN_WAITED] += ss.own_waited;
+		t[GT_SMC_WRITES] += ss.writes;
+		t[GT_SMC_RECORDS] += ss.records_written;
 	}
 }
 
@@ -484,6 +486,8 @@ void group_stats_in_view(struct group *g, struct group_stats *st)
 		.smc_rx_waited = t[GT_RX_WAITED],
 		.smc_own_wait_ns = t[GT_OWN_WAIT_NS],
 		.smc_own_waited = t[GT_OWN_WAITED],
+		.smc_writes = t[GT_SMC_WRITES],
+		.smc_records_written = t[GT_SMC_RECORDS],
 	};
 }
 

@@ -59,7 +59,7 @@ static const struct field fields[] = {
 	G(bytes_copied), G(cache_hits), G(cache_misses),
 	G(odp_registrations), G(sst_pushes), G(sst_writes), G(progress_sleeps),
 	G(smc_rx_wait_ns), G(smc_rx_waited), G(smc_own_wait_ns),
-	G(smc_own_waited),
+	G(smc_own_waited), G(smc_writes), G(smc_records_written),
 	A(region_bytes, true), A(leases, false), A(releases, false),
 	A(leased_bytes, true), A(high_water, true), A(failures, false),
 	A(slabs, true),

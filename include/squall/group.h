@@ -480,6 +480,10 @@ struct group_stats {
 						the deliver upcalls of the
 						messages up to the trim (the
 						application's own time) */
+	uint64_t smc_writes;       /* RDMA writes of SMC records posted, one
+				      per receiver, every view's */
+	uint64_t smc_records_written; /* ... and the records (messages and
+					 nulls) they carried */
 };
 void group_stats(struct group *g, struct group_stats *st);
 
