@@ -107,7 +107,9 @@ static int start_rdma(struct group *g, struct squall_error *err)
 		.log_arg = g,
 		.max_send_wr = 512,
 		.max_recv_wr = GROUP_RECV_DEPTH + 16,
-		.max_sge = 16,
+		/* A run of SMC records takes two entries per record: with
+		 * 32, one write carries 16 (the device may allow fewer). */
+		.max_sge = 32,
 		.peer_windows = g->cfg.peer_access == 0,
 		.listener = g->listener,
 	};

@@ -28,7 +28,7 @@
 #define DEFAULT_WR 64
 #define MAX_WR 4096
 #define DEFAULT_SGE 4
-#define MAX_SGE 16
+#define MAX_SGE 32
 #define DEFAULT_CACHE_BYTES ((size_t)1 << 30)
 #define DEFAULT_CACHE_ENTRIES 4096
 
@@ -703,6 +703,11 @@ uint32_t rdma_sq_my_id(const struct rdma_sq_node *node)
 uint32_t rdma_sq_nmembers(const struct rdma_sq_node *node)
 {
 	return node->npeers;
+}
+
+uint32_t rdma_sq_max_sge(const struct rdma_sq_node *node)
+{
+	return node->opt.max_sge;
 }
 
 uint32_t rdma_sq_member_id(const struct rdma_sq_node *node, uint32_t i)

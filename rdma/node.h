@@ -57,7 +57,7 @@ struct rdma_sq_mr {
 
 /* The cache registrations one posted request holds; released when the
  * request's completion is polled (or at destroy). */
-#define RDMA_SQ_HOLD_MAX 16
+#define RDMA_SQ_HOLD_MAX 32
 struct rdma_sq_hold {
 	uint32_t peer;
 	uint64_t wr_id;

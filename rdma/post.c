@@ -19,7 +19,7 @@
 
 #include "rdma/node.h"
 
-#define MAX_SGE 16
+#define MAX_SGE 32
 _Static_assert(MAX_SGE <= RDMA_SQ_HOLD_MAX, "a hold covers every piece");
 
 static bool inside(const void *base, size_t len, const void *ptr, uint32_t n)

@@ -90,7 +90,8 @@ struct rdma_sq_options {
 	uint16_t wire_major;
 	uint16_t wire_minor;
 	/* Work requests per queue pair (default 64 each, at most 4096),
-	 * scatter/gather entries per request (default 4). */
+	 * scatter/gather entries per request (default 4, at most 32; the
+	 * node lowers it to what the device allows: rdma_sq_max_sge). */
 	uint32_t max_send_wr;
 	uint32_t max_recv_wr;
 	uint32_t max_sge;
@@ -219,6 +220,9 @@ void rdma_sq_destroy(struct rdma_sq_node *node);
 /* The member's own id, and the group's member count. */
 uint32_t rdma_sq_my_id(const struct rdma_sq_node *node);
 uint32_t rdma_sq_nmembers(const struct rdma_sq_node *node);
+/* Scatter/gather entries a request may carry: options.max_sge, or the
+ * device's limit when that is lower. */
+uint32_t rdma_sq_max_sge(const struct rdma_sq_node *node);
 /* The id of the member at index i of the group's list (rdma_sq_group
  * order), or UINT32_MAX when i is out of range. */
 uint32_t rdma_sq_member_id(const struct rdma_sq_node *node, uint32_t i);
