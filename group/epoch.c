@@ -109,7 +109,7 @@ static int start_rdma(struct group *g, struct squall_error *err)
 		.max_recv_wr = GROUP_RECV_DEPTH + 16,
 		/* A run of SMC records takes two entries per record: with
 		 * 32, one write carries 16 (the device may allow fewer). */
-		.max_sge = 32,
+		.max_sge = RDMA_SQ_MAX_SGE,
 		.peer_windows = g->cfg.peer_access == 0,
 		.listener = g->listener,
 	};

@@ -28,7 +28,6 @@
 #define DEFAULT_WR 64
 #define MAX_WR 4096
 #define DEFAULT_SGE 4
-#define MAX_SGE 32
 #define DEFAULT_CACHE_BYTES ((size_t)1 << 30)
 #define DEFAULT_CACHE_ENTRIES 4096
 
@@ -96,9 +95,10 @@ static int fill_options(struct rdma_sq_options *o, const struct rdma_sq_options 
 	if (o->max_send_wr > MAX_WR || o->max_recv_wr > MAX_WR)
 		return squall_error_set(err, -EINVAL,
 			"rdma options: at most %d work requests per queue", MAX_WR);
-	if (o->max_sge > MAX_SGE)
+	if (o->max_sge > RDMA_SQ_MAX_SGE)
 		return squall_error_set(err, -EINVAL,
-			"rdma options: at most %d scatter/gather entries", MAX_SGE);
+			"rdma options: at most %d scatter/gather entries",
+			RDMA_SQ_MAX_SGE);
 	if (o->retry_count > 7 || o->ack_timeout > 31)
 		return squall_error_set(err, -EINVAL,
 			"rdma options: retry_count is 0..7, ack_timeout 0..31");

@@ -55,9 +55,10 @@ struct rdma_sq_mr {
 	struct rdma_sq_mr *next;
 };
 
-/* The cache registrations one posted request holds; released when the
- * request's completion is polled (or at destroy). */
-#define RDMA_SQ_HOLD_MAX 32
+/* The cache registrations one posted request holds, at most one per
+ * piece; released when the request's completion is polled (or at
+ * destroy). */
+#define RDMA_SQ_HOLD_MAX RDMA_SQ_MAX_SGE
 struct rdma_sq_hold {
 	uint32_t peer;
 	uint64_t wr_id;

@@ -19,9 +19,6 @@
 
 #include "rdma/node.h"
 
-#define MAX_SGE 32
-_Static_assert(MAX_SGE <= RDMA_SQ_HOLD_MAX, "a hold covers every piece");
-
 static bool inside(const void *base, size_t len, const void *ptr, uint32_t n)
 {
 	uintptr_t b = (uintptr_t)base, p = (uintptr_t)ptr;
@@ -213,7 +210,7 @@ static int post_send(struct rdma_sq_node *node, uint32_t peer,
 		     uint32_t imm, uint64_t wr_id, unsigned flags,
 		     const char *what, struct squall_error *err)
 {
-	struct ibv_sge sges[MAX_SGE];
+	struct ibv_sge sges[RDMA_SQ_MAX_SGE];
 	struct ibv_send_wr wr, *bad;
 	struct rdma_sq_peer *p;
 	struct rdma_sq_hold h = { .n = 0 }, *kept;
@@ -300,7 +297,7 @@ int rdma_sq_post_recv(struct rdma_sq_node *node, uint32_t peer,
 		      const struct rdma_sq_sge *sg, int nsge, uint64_t wr_id,
 		      struct squall_error *err)
 {
-	struct ibv_sge sges[MAX_SGE];
+	struct ibv_sge sges[RDMA_SQ_MAX_SGE];
 	struct ibv_recv_wr wr, *bad;
 	struct rdma_sq_peer *p;
 	struct rdma_sq_hold h = { .n = 0 }, *kept;

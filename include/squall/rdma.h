@@ -45,6 +45,8 @@ struct rdma_sq_mr;
 /* The most members a node connects (the group's limit). */
 #define RDMA_SQ_MAX_MEMBERS 64u
 #define RDMA_SQ_ADDR_MAX 64
+/* The most scatter/gather entries options.max_sge may ask for. */
+#define RDMA_SQ_MAX_SGE 32
 
 /* One member as the transport needs it. */
 struct rdma_sq_member {
@@ -90,8 +92,9 @@ struct rdma_sq_options {
 	uint16_t wire_major;
 	uint16_t wire_minor;
 	/* Work requests per queue pair (default 64 each, at most 4096),
-	 * scatter/gather entries per request (default 4, at most 32; the
-	 * node lowers it to what the device allows: rdma_sq_max_sge). */
+	 * scatter/gather entries per request (default 4, at most
+	 * RDMA_SQ_MAX_SGE; the node lowers it to what the device allows:
+	 * rdma_sq_max_sge). */
 	uint32_t max_send_wr;
 	uint32_t max_recv_wr;
 	uint32_t max_sge;

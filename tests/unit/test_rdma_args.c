@@ -91,7 +91,7 @@ static void test_options_out_of_range(void **state)
 	assert_non_null(strstr(err.msg, "work requests"));
 	o = (struct rdma_sq_options){ .retry_count = 8 };
 	assert_int_equal(rdma_sq_create(&cfg.g, 1, region, sizeof(region), &o, &node, &err), -EINVAL);
-	o = (struct rdma_sq_options){ .max_sge = 33 };
+	o = (struct rdma_sq_options){ .max_sge = RDMA_SQ_MAX_SGE + 1 };
 	assert_int_equal(rdma_sq_create(&cfg.g, 1, region, sizeof(region), &o, &node, &err), -EINVAL);
 	assert_null(node);
 }
