@@ -382,6 +382,9 @@ static void throughput(struct bench *b, size_t size, uint32_t nsenders)
 	       (double)b->delivered / secs, sent,
 	       s1.send_waits - s0.send_waits);
 	sst_per_msg_print(&s0, &s1, b->delivered, 3);
+	printf(" sleeps_per_msg=%.3f", b->delivered ?
+	       (double)(s1.progress_sleeps - s0.progress_sleeps) /
+	       (double)b->delivered : 0.0);
 	printf(" recs_per_write=%.2f", s1.smc_writes > s0.smc_writes ?
 	       (double)(s1.smc_records_written - s0.smc_records_written) /
 	       (double)(s1.smc_writes - s0.smc_writes) : 0.0);
