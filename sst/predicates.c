@@ -390,10 +390,19 @@ bool sst_idle_times_yields(const struct sst_idle *s)
 	return s->policy == SST_IDLE_POLICY_ADAPTIVE;
 }
 
-void sst_idle_yielded(struct sst_idle *s, uint64_t took_ns)
+/* Combine the two verdicts; a crowded CPU cuts the window at once. */
+static void set_crowded(struct sst_idle *s)
 {
 	uint64_t max;
 
+	s->crowded = s->yields_crowded || s->share_crowded;
+	max = crowded_max(s);
+	if (s->spin_ns > max)
+		s->spin_ns = max;
+}
+
+void sst_idle_yielded(struct sst_idle *s, uint64_t took_ns)
+{
 	if (!sst_idle_times_yields(s))
 		return;
 	s->yields++;
@@ -401,11 +410,21 @@ void sst_idle_yielded(struct sst_idle *s, uint64_t took_ns)
 		s->slow_yields++;
 	if (s->yields < SST_IDLE_YIELD_SAMPLE)
 		return;
-	s->crowded = s->slow_yields * 4u >= s->yields;
+	s->yields_crowded = s->slow_yields * 4u >= s->yields;
 	s->yields = s->slow_yields = 0;
-	max = crowded_max(s);
-	if (s->spin_ns > max)
-		s->spin_ns = max;
+	set_crowded(s);
+}
+
+void sst_idle_cpu_share(struct sst_idle *s, uint64_t want_ns, uint64_t cpu_ns)
+{
+	if (!sst_idle_times_yields(s))
+		return;
+	if (want_ns < SST_IDLE_SHARE_MIN_NS ||
+	    cpu_ns * 100u >= want_ns * SST_IDLE_SHARE_HIGH_PCT)
+		s->share_crowded = false;
+	else if (cpu_ns * 100u < want_ns * SST_IDLE_SHARE_LOW_PCT)
+		s->share_crowded = true;
+	set_crowded(s);
 }
 
 void sst_idle_woken(struct sst_idle *s)

@@ -96,10 +96,31 @@ size_t sst_preds_count(struct sst_preds *e);
  * messages), and up to spin_max again once the CPU is its own. With a CPU
  * to itself every yield comes straight back, and the window adapts as
  * above.
+ *
+ * A yield does not always give the CPU away: Linux's fair scheduler hands
+ * it straight back to a thread that has run less than the one waiting, as
+ * an idle spinner has, so on 2 CPUs shared by 3 members' busy threads
+ * (Soft-RoCE's kernel work on top) almost every yield came back fast while
+ * the one sender's thread got a third less CPU than with sleeping
+ * receivers. So the member also counts as crowded while its own share of
+ * the CPU, over the time it wanted one (spinning or working, not asleep),
+ * stays below SST_IDLE_SHARE_LOW_PCT: the caller measures that share about
+ * every SST_IDLE_SHARE_EVERY_NS and passes it to sst_idle_cpu_share. The
+ * verdict is taken back by a share of SST_IDLE_SHARE_HIGH_PCT or more (a
+ * thread alone on its CPU gets nearly all of it; between the two marks
+ * the verdict stands, so that a member whose shorter window left it a
+ * little more CPU does not go straight back to long spins), or by a
+ * period in which the member wanted the CPU less than
+ * SST_IDLE_SHARE_MIN_NS (it mostly sleeps and takes little from anyone).
+ * Either verdict, yields or share, keeps the window short.
  */
 #define SST_IDLE_YIELD_SLOW_NS 20000u
 #define SST_IDLE_YIELD_SAMPLE 64u
 #define SST_IDLE_CROWDED_SPINS 3u
+#define SST_IDLE_SHARE_EVERY_NS 10000000ull
+#define SST_IDLE_SHARE_MIN_NS 2000000ull
+#define SST_IDLE_SHARE_LOW_PCT 75u
+#define SST_IDLE_SHARE_HIGH_PCT 90u
 enum sst_idle_action {
 	SST_IDLE_SPIN,
 	SST_IDLE_ARM,
@@ -121,7 +142,9 @@ struct sst_idle {
 	uint64_t blocks;           /* times the member went to sleep */
 	uint32_t yields;           /* idle yields in the current sample */
 	uint32_t slow_yields;      /* ... of which slow */
-	bool crowded;              /* the last whole sample said so */
+	bool yields_crowded;       /* the last whole sample of yields said so */
+	bool share_crowded;        /* the last share of the CPU said so */
+	bool crowded;              /* either */
 };
 
 void sst_idle_init(struct sst_idle *s, uint64_t spin_min_ns,
@@ -152,5 +175,10 @@ bool sst_idle_times_yields(const struct sst_idle *s);
 /* The caller gave the CPU away on an idle spin pass (SST_IDLE_SPIN after
  * a pass without work) and got it back took_ns later. */
 void sst_idle_yielded(struct sst_idle *s, uint64_t took_ns);
+
+/* Over the last period the caller wanted the CPU for want_ns (its wall
+ * time less the time it slept) and ran for cpu_ns of it (its thread's CPU
+ * time). ADAPTIVE only, like the yields. */
+void sst_idle_cpu_share(struct sst_idle *s, uint64_t want_ns, uint64_t cpu_ns);
 
 #endif /* SQUALL_SST_PREDICATES_H */

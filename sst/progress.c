@@ -15,8 +15,10 @@
  *
  * Idle policy (sst_idle in predicates.c): while passes see work (a peer's
  * push, a trigger) the thread spins, giving the CPU away between idle
- * passes and timing how long that took (a crowded CPU keeps the window
- * short: predicates.h); after the spin window without work it
+ * passes and timing how long that took, and about every 10 ms it
+ * compares its CPU time with the time it wanted the CPU (a crowded CPU
+ * keeps the window short: predicates.h); after the spin window without
+ * work it
  * arms (sets `asleep`), runs one more pass, and if that is idle too it
  * blocks in rdma_sq_wait until a completion arrives or the next heartbeat
  * or suspicion deadline is due. Peers' pushes carry an immediate, so they
@@ -33,6 +35,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "rdma/tags.h"
 #include "sst/table.h"
@@ -470,17 +473,55 @@ void sst_leave(struct sst *t)
 	sst_push_segs(t, 0, 1, true, true);
 }
 
+/* This thread's CPU time, ns. */
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The thread's share of the CPU while it wanted one, for the adaptive
+ * policy (predicates.h): from share_t0 to now, less the time it slept. */
+struct cpu_share {
+	uint64_t t0;
+	uint64_t cpu0;
+	uint64_t slept;
+};
+
+static void share_check(struct sst_idle *idle, struct cpu_share *c,
+			uint64_t now)
+{
+	uint64_t wall, cpu;
+
+	if (now - c->t0 < SST_IDLE_SHARE_EVERY_NS)
+		return;
+	wall = now - c->t0;
+	cpu = thread_cpu_ns();
+	sst_idle_cpu_share(idle, wall > c->slept ? wall - c->slept : 0,
+			   cpu - c->cpu0);
+	*c = (struct cpu_share){ .t0 = now, .cpu0 = cpu };
+}
+
 void *sst_progress_main(void *arg)
 {
 	struct sst *t = arg;
 	struct sst_idle idle;
+	struct cpu_share share = { 0 };
 	uint_fast64_t armed_pushes = 0;
 	uint64_t passes = 0;
+	bool shares;
 
 	sst_idle_init(&idle, (uint64_t)t->opt.spin_us * 1000,
 		      (uint64_t)t->opt.spin_max_us * 1000, MIN_IDLE_POLLS,
 		      CLOCK_EVERY_IDLE, sst_now_ns());
 	sst_idle_set_policy(&idle, t->opt.idle);
+	shares = sst_idle_times_yields(&idle);
+	if (shares)
+		share = (struct cpu_share){ .t0 = sst_now_ns(),
+					    .cpu0 = thread_cpu_ns() };
 	while (!atomic_load_explicit(&t->stop, memory_order_relaxed)) {
 		bool work = pass(t);
 		uint64_t now = 0;
@@ -492,6 +533,8 @@ void *sst_progress_main(void *arg)
 		    ++passes % CLOCK_EVERY_BUSY == 0) {
 			now = sst_now_ns();
 			timed_checks(t, now);
+			if (shares)
+				share_check(&idle, &share, now);
 		}
 		switch (sst_idle_after_pass(&idle, work, now)) {
 		case SST_IDLE_SPIN:
@@ -524,6 +567,8 @@ void *sst_progress_main(void *arg)
 			    !atomic_load(&t->stop)) {
 				t->stats.sleeps++;
 				rdma_sq_wait(t->node, ms);
+				if (shares)
+					share.slept += sst_now_ns() - now;
 			}
 			atomic_store(&t->asleep, false);
 			sst_idle_woken(&idle);

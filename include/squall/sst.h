@@ -187,9 +187,11 @@ struct sst_dispatch {
 
 /* What the progress thread does when a pass finds no work.
  * ADAPTIVE: poll on for a spin window (sst_options spin_us, growing up to
- *   spin_max_us while sleeps keep ending with work soon after they begin),
- *   then sleep until a completion or a local push wakes it: a busy member
- *   answers at polling speed, an idle one costs almost no CPU.
+ *   spin_max_us while sleeps keep ending with work soon after they begin,
+ *   but no further than 3 x spin_us while the CPU is crowded: other
+ *   threads wait for it, or the thread gets less than 75 % of the CPU it
+ *   wants), then sleep until a completion or a local push wakes it: a busy
+ *   member answers at polling speed, an idle one costs almost no CPU.
  * SPIN: never sleep: lowest latency, one CPU per member always busy
  *   (it yields to other runnable threads on its CPU between passes).
  * BLOCK: sleep as soon as a pass finds no work: least CPU, and every

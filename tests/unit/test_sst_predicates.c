@@ -530,6 +530,79 @@ static void test_idle_crowded_cpu(void **state)
 	assert_false(s.crowded);
 }
 
+/* A member whose thread got less than SST_IDLE_SHARE_LOW_PCT of the CPU
+ * over the time it wanted one is crowded even when its yields come back
+ * fast (a fair scheduler hands a yield back to the thread that ran less):
+ * the window drops to the cap and grows no further until a share of
+ * SST_IDLE_SHARE_HIGH_PCT or more, or a period in which it hardly wanted
+ * the CPU, takes the verdict back; between the marks it stands. The
+ * yields' verdict stands on its own. Other policies ignore the share. */
+static void test_idle_crowded_share(void **state)
+{
+	(void)state;
+	struct sst_idle s;
+	uint64_t t, cap = SST_IDLE_CROWDED_SPINS * 100;
+	uint64_t want = SST_IDLE_SHARE_EVERY_NS;
+	uint64_t low = want * SST_IDLE_SHARE_LOW_PCT / 100;
+	uint64_t high = want * SST_IDLE_SHARE_HIGH_PCT / 100;
+
+	sst_idle_init(&s, 100, 5000, 1, 1, 0);
+	t = to_block(&s, 1);
+	sst_idle_woken(&s);
+	t += 2000;
+	sst_idle_after_pass(&s, true, t);
+	assert_int_equal(s.spin_ns, 4000);
+	/* at the mark: not crowded */
+	sst_idle_cpu_share(&s, want, low);
+	assert_false(s.crowded);
+	assert_int_equal(s.spin_ns, 4000);
+	/* just under it: crowded, the window drops to the cap */
+	sst_idle_cpu_share(&s, want, low - 1);
+	assert_true(s.crowded);
+	assert_int_equal(s.spin_ns, cap);
+	t = to_block(&s, t + 10);
+	sst_idle_woken(&s);
+	t += 1000;
+	sst_idle_after_pass(&s, true, t);
+	assert_int_equal(s.spin_ns, cap);
+	/* a whole sample of fast yields does not undo the share's verdict,
+	 * nor does a share between the marks */
+	yields(&s, 0);
+	assert_true(s.crowded);
+	sst_idle_cpu_share(&s, want, high - 1);
+	assert_true(s.crowded);
+	/* the high mark takes it back; between the marks it stays back */
+	sst_idle_cpu_share(&s, want, high);
+	assert_false(s.crowded);
+	sst_idle_cpu_share(&s, want, low);
+	assert_false(s.crowded);
+	/* as does a period of little wanted time */
+	sst_idle_cpu_share(&s, want, low - 1);
+	assert_true(s.crowded);
+	sst_idle_cpu_share(&s, SST_IDLE_SHARE_MIN_NS - 1, 0);
+	assert_false(s.crowded);
+	t = to_block(&s, t + 10);
+	sst_idle_woken(&s);
+	t += 1000;
+	sst_idle_after_pass(&s, true, t);
+	assert_int_equal(s.spin_ns, 2000);
+	/* the yields' verdict holds whatever the share says */
+	yields(&s, SST_IDLE_YIELD_SAMPLE);
+	assert_true(s.crowded);
+	sst_idle_cpu_share(&s, want, want);
+	assert_true(s.crowded);
+	assert_int_equal(s.spin_ns, cap);
+
+	/* spin and block ignore the share */
+	sst_idle_init(&s, 100, 5000, 1, 1, 0);
+	sst_idle_set_policy(&s, SST_IDLE_POLICY_SPIN);
+	sst_idle_cpu_share(&s, want, 0);
+	assert_false(s.crowded);
+	sst_idle_set_policy(&s, SST_IDLE_POLICY_BLOCK);
+	sst_idle_cpu_share(&s, want, 0);
+	assert_false(s.crowded);
+}
+
 /* A wake-up without work (a timer, our own write's completion) re-arms at
  * once, no spinning, and leaves the window as the traffic set it. */
 static void test_idle_timer_wake_rearms(void **state)
@@ -603,6 +676,7 @@ int main(void)
 		cmocka_unit_test(test_idle_min_polls),
 		cmocka_unit_test(test_idle_window_adapts),
 		cmocka_unit_test(test_idle_crowded_cpu),
+		cmocka_unit_test(test_idle_crowded_share),
 		cmocka_unit_test(test_idle_timer_wake_rearms),
 		cmocka_unit_test(test_idle_clock_sparse),
 	};
