@@ -169,7 +169,8 @@ enum sst_idle_action sst_idle_after_pass(struct sst_idle *s, bool work,
 void sst_idle_woken(struct sst_idle *s);
 
 /* Whether the caller should time its idle yields for sst_idle_yielded
- * (ADAPTIVE only: the other policies do not use them). */
+ * and measure its share of the CPU for sst_idle_cpu_share (ADAPTIVE only:
+ * the other policies use neither). */
 bool sst_idle_times_yields(const struct sst_idle *s);
 
 /* The caller gave the CPU away on an idle spin pass (SST_IDLE_SPIN after

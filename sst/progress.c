@@ -18,12 +18,12 @@
  * passes and timing how long that took, and about every 10 ms it
  * compares its CPU time with the time it wanted the CPU (a crowded CPU
  * keeps the window short: predicates.h); after the spin window without
- * work it
- * arms (sets `asleep`), runs one more pass, and if that is idle too it
- * blocks in rdma_sq_wait until a completion arrives or the next heartbeat
- * or suspicion deadline is due. Peers' pushes carry an immediate, so they
- * end the wait; only pure heartbeat pushes do not (push.c), since no
- * predicate reads the header and heartbeats are checked on our own timer.
+ * work it arms (sets `asleep`), runs one more pass, and if that is idle
+ * too it blocks in rdma_sq_wait until a completion arrives or the next
+ * heartbeat or suspicion deadline is due. Peers' pushes carry an
+ * immediate, so they end the wait; only pure heartbeat pushes do not
+ * (push.c), since no predicate reads the header and heartbeats are checked
+ * on our own timer.
  * A local push from another thread increments local_pushes and then reads
  * `asleep`; this thread stores `asleep` and then reads local_pushes (both
  * seq_cst), so either it sees the push and stays awake, or the pusher sees
@@ -484,7 +484,8 @@ static uint64_t thread_cpu_ns(void)
 }
 
 /* The thread's share of the CPU while it wanted one, for the adaptive
- * policy (predicates.h): from share_t0 to now, less the time it slept. */
+ * policy (predicates.h): its CPU time since cpu0 over the wall time since
+ * t0 less the time it slept since then. */
 struct cpu_share {
 	uint64_t t0;
 	uint64_t cpu0;
