@@ -413,6 +413,16 @@ static uint64_t to_block(struct sst_idle *s, uint64_t t)
 	return t;
 }
 
+/* Block at time t, sleep for slept and wake to a pass with work (which
+ * always spins on); returns the time of that pass. */
+static uint64_t wake_with_work(struct sst_idle *s, uint64_t t, uint64_t slept)
+{
+	t = to_block(s, t) + slept;
+	sst_idle_woken(s);
+	assert_int_equal(sst_idle_after_pass(s, true, t), SST_IDLE_SPIN);
+	return t;
+}
+
 /* The window grows to twice a short sleep that ended with work (two
  * members answering each other stop sleeping on every exchange), never
  * past spin_max, never shrinks on a shorter sleep, and halves (down to
@@ -424,40 +434,25 @@ static void test_idle_window_adapts(void **state)
 	uint64_t t;
 
 	sst_idle_init(&s, 100, 5000, 1, 1, 0);
-	t = to_block(&s, 1);
-	sst_idle_woken(&s);
-	t += 1000;                       /* slept 1000, work waiting */
-	assert_int_equal(sst_idle_after_pass(&s, true, t), SST_IDLE_SPIN);
+	t = wake_with_work(&s, 1, 1000); /* slept 1000, work waiting */
 	assert_int_equal(s.spin_ns, 2000);
 	/* now an idle gap of 1500 does not put it to sleep */
 	assert_int_equal(sst_idle_after_pass(&s, false, t + 1500), SST_IDLE_SPIN);
 	assert_int_equal(sst_idle_after_pass(&s, true, t + 1600), SST_IDLE_SPIN);
 
-	t = to_block(&s, t + 2000);
-	sst_idle_woken(&s);
-	t += 4000;                       /* 2 x 4000 is capped at 5000 */
-	sst_idle_after_pass(&s, true, t);
+	t = wake_with_work(&s, t + 2000, 4000); /* 2 x 4000 is capped at 5000 */
 	assert_int_equal(s.spin_ns, 5000);
 
-	t = to_block(&s, t + 10);
-	sst_idle_woken(&s);
-	t += 300;                        /* shorter: the window stays */
-	sst_idle_after_pass(&s, true, t);
+	t = wake_with_work(&s, t + 10, 300); /* shorter: the window stays */
 	assert_int_equal(s.spin_ns, 5000);
 
 	for (uint64_t want = 2500; want >= 100; want /= 2) {
-		t = to_block(&s, t + 10);
-		sst_idle_woken(&s);
-		t += 6000;               /* longer than spin_max: halve */
-		sst_idle_after_pass(&s, true, t);
+		t = wake_with_work(&s, t + 10, 6000); /* longer than spin_max: halve */
 		assert_int_equal(s.spin_ns, want < 100 ? 100 : want);
 		if (want == 156)
 			break;
 	}
-	t = to_block(&s, t + 10);
-	sst_idle_woken(&s);
-	t += 6000;
-	sst_idle_after_pass(&s, true, t);
+	t = wake_with_work(&s, t + 10, 6000);
 	assert_int_equal(s.spin_ns, 100);
 }
 
@@ -483,10 +478,7 @@ static void test_idle_crowded_cpu(void **state)
 	assert_true(cap < 4000);
 	sst_idle_init(&s, 100, 5000, 1, 1, 0);
 	assert_true(sst_idle_times_yields(&s));
-	t = to_block(&s, 1);
-	sst_idle_woken(&s);
-	t += 2000;
-	sst_idle_after_pass(&s, true, t);
+	t = wake_with_work(&s, 1, 2000);
 	assert_int_equal(s.spin_ns, 4000);
 	/* fewer than a quarter slow: not crowded, the window stays */
 	yields(&s, SST_IDLE_YIELD_SAMPLE / 4 - 1);
@@ -512,10 +504,7 @@ static void test_idle_crowded_cpu(void **state)
 	for (unsigned i = 0; i < SST_IDLE_YIELD_SAMPLE / 2; i++)
 		sst_idle_yielded(&s, 0);
 	assert_false(s.crowded);
-	t = to_block(&s, t + 200);
-	sst_idle_woken(&s);
-	t += 1000;
-	sst_idle_after_pass(&s, true, t);
+	t = wake_with_work(&s, t + 200, 1000);
 	assert_int_equal(s.spin_ns, 2000);
 
 	/* spin and block do not time yields */
@@ -547,10 +536,7 @@ static void test_idle_crowded_share(void **state)
 	uint64_t high = want * SST_IDLE_SHARE_HIGH_PCT / 100;
 
 	sst_idle_init(&s, 100, 5000, 1, 1, 0);
-	t = to_block(&s, 1);
-	sst_idle_woken(&s);
-	t += 2000;
-	sst_idle_after_pass(&s, true, t);
+	t = wake_with_work(&s, 1, 2000);
 	assert_int_equal(s.spin_ns, 4000);
 	/* at the mark: not crowded */
 	sst_idle_cpu_share(&s, want, low);
@@ -560,10 +546,7 @@ static void test_idle_crowded_share(void **state)
 	sst_idle_cpu_share(&s, want, low - 1);
 	assert_true(s.crowded);
 	assert_int_equal(s.spin_ns, cap);
-	t = to_block(&s, t + 10);
-	sst_idle_woken(&s);
-	t += 1000;
-	sst_idle_after_pass(&s, true, t);
+	t = wake_with_work(&s, t + 10, 1000);
 	assert_int_equal(s.spin_ns, cap);
 	/* a whole sample of fast yields does not undo the share's verdict,
 	 * nor does a share between the marks */
@@ -581,10 +564,7 @@ static void test_idle_crowded_share(void **state)
 	assert_true(s.crowded);
 	sst_idle_cpu_share(&s, SST_IDLE_SHARE_MIN_NS - 1, 0);
 	assert_false(s.crowded);
-	t = to_block(&s, t + 10);
-	sst_idle_woken(&s);
-	t += 1000;
-	sst_idle_after_pass(&s, true, t);
+	t = wake_with_work(&s, t + 10, 1000);
 	assert_int_equal(s.spin_ns, 2000);
 	/* the yields' verdict holds whatever the share says */
 	yields(&s, SST_IDLE_YIELD_SAMPLE);
@@ -612,10 +592,7 @@ static void test_idle_timer_wake_rearms(void **state)
 	uint64_t t;
 
 	sst_idle_init(&s, 100, 5000, 8, 1, 0);
-	t = to_block(&s, 1);
-	sst_idle_woken(&s);
-	t += 1500;
-	sst_idle_after_pass(&s, true, t);        /* window 3000 */
+	t = wake_with_work(&s, 1, 1500); /* window 3000 */
 	assert_int_equal(s.spin_ns, 3000);
 	t = to_block(&s, t + 1);
 	sst_idle_woken(&s);
