@@ -495,11 +495,10 @@ struct cpu_share {
 static void share_check(struct sst_idle *idle, struct cpu_share *c,
 			uint64_t now)
 {
-	uint64_t wall, cpu;
+	uint64_t wall = now - c->t0, cpu;
 
-	if (now - c->t0 < SST_IDLE_SHARE_EVERY_NS)
+	if (wall < SST_IDLE_SHARE_EVERY_NS)
 		return;
-	wall = now - c->t0;
 	cpu = thread_cpu_ns();
 	sst_idle_cpu_share(idle, wall > c->slept ? wall - c->slept : 0,
 			   cpu - c->cpu0);
@@ -513,14 +512,14 @@ void *sst_progress_main(void *arg)
 	struct cpu_share share = { 0 };
 	uint_fast64_t armed_pushes = 0;
 	uint64_t passes = 0;
-	bool shares;
+	bool measures;   /* time the yields and the CPU share (adaptive) */
 
 	sst_idle_init(&idle, (uint64_t)t->opt.spin_us * 1000,
 		      (uint64_t)t->opt.spin_max_us * 1000, MIN_IDLE_POLLS,
 		      CLOCK_EVERY_IDLE, sst_now_ns());
 	sst_idle_set_policy(&idle, t->opt.idle);
-	shares = sst_idle_times_yields(&idle);
-	if (shares)
+	measures = sst_idle_times_yields(&idle);
+	if (measures)
 		share = (struct cpu_share){ .t0 = sst_now_ns(),
 					    .cpu0 = thread_cpu_ns() };
 	while (!atomic_load_explicit(&t->stop, memory_order_relaxed)) {
@@ -534,7 +533,7 @@ void *sst_progress_main(void *arg)
 		    ++passes % CLOCK_EVERY_BUSY == 0) {
 			now = sst_now_ns();
 			timed_checks(t, now);
-			if (shares)
+			if (measures)
 				share_check(&idle, &share, now);
 		}
 		switch (sst_idle_after_pass(&idle, work, now)) {
@@ -548,11 +547,10 @@ void *sst_progress_main(void *arg)
 			 * delay exactly the work this thread waits for. With
 			 * nothing else runnable the yield returns at once. */
 			if (!work) {
-				bool timed = sst_idle_times_yields(&idle);
-				uint64_t t0 = timed ? sst_now_ns() : 0;
+				uint64_t t0 = measures ? sst_now_ns() : 0;
 
 				sched_yield();
-				if (timed)
+				if (measures)
 					sst_idle_yielded(&idle, sst_now_ns() - t0);
 			}
 			break;
@@ -568,7 +566,7 @@ void *sst_progress_main(void *arg)
 			    !atomic_load(&t->stop)) {
 				t->stats.sleeps++;
 				rdma_sq_wait(t->node, ms);
-				if (shares)
+				if (measures)
 					share.slept += sst_now_ns() - now;
 			}
 			atomic_store(&t->asleep, false);
