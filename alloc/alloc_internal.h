@@ -154,6 +154,11 @@ struct slab {
 	uint32_t nfree;     /* free slots in the pool (not cached by threads) */
 	uint32_t next, prev;/* partial list of its class */
 	uint8_t on_list;
+	/* The tag of the thread cache that last took slots from it, 0 for
+	 * none: where refills look first (slab_refill()). A hint only,
+	 * written under the class lock, and cleared without it when that
+	 * thread exits: nothing depends on it but where slots come from. */
+	atomic_uint_fast64_t owner;
 };
 
 /* A slot in a per-thread cache: its offset in the region / 16 (slots are
@@ -211,6 +216,8 @@ struct tcache {
 	struct tcache_head h;       /* must stay first: see tcache_hit() */
 	uint8_t cap[ALLOC_NCLASSES];/* the classes' mag_cap */
 	uint64_t aid;               /* id of the allocator it serves */
+	uint64_t tag;               /* unique per cache, never 0: the slabs
+				       it takes from (struct slab) */
 	struct tcache *a_next;      /* in a->tcs, under the registry lock */
 	struct tcache *a_prev;
 	struct tcache *t_next;      /* in the owning thread's list */
@@ -342,8 +349,9 @@ void ext_mark(struct alloc *a, uint32_t first, uint32_t npages, uint8_t kind,
 	      uint8_t cls);
 /* slab.c: the shared pool of each class. */
 void slab_init_classes(struct alloc *a);
-unsigned slab_refill(struct alloc *a, unsigned cls, mag_ent *out,
-		     unsigned want, unsigned max);
+unsigned slab_refill(struct alloc *a, unsigned cls, uint64_t tag,
+		     mag_ent *out, unsigned want, unsigned max);
+void slab_disown(struct alloc *a, uint64_t tag);
 void slab_flush(struct alloc *a, unsigned cls, const mag_ent *ents,
 		unsigned n);
 void slab_reclaim_empty(struct alloc *a);

@@ -8,7 +8,8 @@
  * bitmap kept outside the region, one bit per 64-byte window, set for the
  * windows where a free slot starts. Threads do not come here for every
  * lease: their caches (tcache.c) take and give back slots in batches, under
- * the class lock. A class keeps its empty slabs until some request finds
+ * the class lock, each cache from slabs of its own as far as the region
+ * allows (slab_pick()). A class keeps its empty slabs until some request finds
  * the region full: then slab_reclaim_empty() gives them back to the extent
  * allocator, where they coalesce and serve large leases or other classes.
  * Keeping them means a slot released twice still finds its slab and gets
@@ -18,6 +19,7 @@
 
 #define SLAB_MIN_SLOTS 8
 #define MAG_BYTES (256u << 10)  /* bytes a thread may cache per class */
+#define SLAB_SCAN 16            /* slabs a refill looks at for its own */
 
 void slab_init_classes(struct alloc *a)
 {
@@ -125,18 +127,21 @@ static void slab_return(struct alloc *a, struct size_class *c, uint32_t id)
 	pthread_mutex_unlock(&a->ext_lock);
 }
 
-/* Take free slots of slab id into out: page by page (a bitmap word, and
- * the one cache line of state bytes of those slots), every free slot of a
- * page while that fits in max, until there are want. A thread's slots then
- * share no state line, and as far as the class allows no data line, with
- * another thread's, so two threads' hit paths do not write one line. */
+/* Take free slots of slab id into out for the cache tagged `tag`: page
+ * by page (a bitmap word, and the one cache line of state bytes of those
+ * slots), every free slot of a page while that fits in max, until there
+ * are want. A thread's slots then share no state line, and as far as the
+ * class allows no data line, with another thread's, so two threads' hit
+ * paths do not write one line. */
 static unsigned slab_take(struct alloc *a, struct size_class *c, uint32_t id,
-			  mag_ent *out, unsigned want, unsigned max)
+			  uint64_t tag, mag_ent *out, unsigned want,
+			  unsigned max)
 {
 	struct slab *s = &a->slabs[id];
 	uint32_t w;
 	unsigned got = 0;
 
+	atomic_store_explicit(&s->owner, tag, memory_order_relaxed);
 	if (s->nfree == c->nslots)
 		c->nempty--;
 	for (w = 0; w < c->npages && got < want; w++) {
@@ -159,8 +164,38 @@ static unsigned slab_take(struct alloc *a, struct size_class *c, uint32_t id,
 	return got;
 }
 
-unsigned slab_refill(struct alloc *a, unsigned cls, mag_ent *out,
-		     unsigned want, unsigned max)
+/* The slab a refill by the cache tagged `tag` takes slots from: of the
+ * first SLAB_SCAN slabs with free slots, the first that is that cache's,
+ * nobody's or wholly free; else a new slab; else, when the region has no
+ * room for one, any slab with free slots; ALLOC_NIL when none has.
+ *
+ * So threads leasing one class at once each take from slabs of their own
+ * (a slab spans at least 16 pages, so 16 lines of state bytes). Taking
+ * pages of one slab in turn, two threads' state lines bordered each other,
+ * and the prefetch of the line next to one written made each thread's
+ * hit paths about 1.7 times slower (bench/alloc, 128-320 B, 2 threads).
+ * The cost: a class may hold one partly used slab per thread that leases
+ * it. */
+static uint32_t slab_pick(struct alloc *a, unsigned cls, uint64_t tag)
+{
+	struct size_class *c = &a->cls[cls];
+	uint32_t id = c->partial, n;
+
+	for (n = 0; id != ALLOC_NIL && n < SLAB_SCAN; n++) {
+		const struct slab *s = &a->slabs[id];
+		uint64_t o = atomic_load_explicit(&s->owner,
+						  memory_order_relaxed);
+
+		if (o == tag || o == 0 || s->nfree == c->nslots)
+			return id;
+		id = s->next;
+	}
+	id = slab_carve(a, cls);
+	return id != ALLOC_NIL ? id : c->partial;
+}
+
+unsigned slab_refill(struct alloc *a, unsigned cls, uint64_t tag,
+		     mag_ent *out, unsigned want, unsigned max)
 {
 	struct size_class *c = &a->cls[cls];
 	unsigned got = 0;
@@ -168,18 +203,32 @@ unsigned slab_refill(struct alloc *a, unsigned cls, mag_ent *out,
 
 	pthread_mutex_lock(&c->lock);
 	while (got < want) {
-		id = c->partial;
-		if (id == ALLOC_NIL)
-			id = slab_carve(a, cls);
+		id = slab_pick(a, cls, tag);
 		if (id == ALLOC_NIL)
 			break;
-		got += slab_take(a, c, id, out + got, want - got, max - got);
+		got += slab_take(a, c, id, tag, out + got, want - got,
+				 max - got);
 	}
 	c->out += got;
 	if (c->out * c->size > c->high_water)
 		c->high_water = c->out * c->size;
 	pthread_mutex_unlock(&c->lock);
 	return got;
+}
+
+/* The cache tagged `tag` is gone: its slabs are nobody's. Without the
+ * class locks: the owner is a hint (slab_pick()), and a tag is never
+ * reused, so a compare-and-swap clears exactly that cache's marks. */
+void slab_disown(struct alloc *a, uint64_t tag)
+{
+	uint32_t i, n = a->npages / ALLOC_SLAB_MIN_PAGES + 1;
+
+	for (i = 0; i < n; i++) {
+		uint64_t o = tag;
+
+		atomic_compare_exchange_strong_explicit(&a->slabs[i].owner, &o,
+			0, memory_order_relaxed, memory_order_relaxed);
+	}
 }
 
 void slab_flush(struct alloc *a, unsigned cls, const mag_ent *ents,

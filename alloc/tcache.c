@@ -31,6 +31,7 @@ __thread struct tcache_head *alloc_tls_head
 static __thread struct tcache *tls_list;
 
 static pthread_mutex_t registry = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t next_tag;  /* under the registry lock */
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 static pthread_key_t exit_key;
 
@@ -42,6 +43,7 @@ static void tcache_retire(struct tcache *tc)
 	unsigned i;
 
 	tcache_flush_all(a, tc);
+	slab_disown(a, tc->tag);
 	for (i = 0; i < ALLOC_NCLASSES; i++) {
 		uint64_t l, r;
 
@@ -117,6 +119,7 @@ struct tcache *tcache_slow(struct alloc *a)
 			return NULL;
 		}
 		tc->aid = a->id;
+		tc->tag = ++next_tag;
 		tc->h.a = a;
 		for (i = 0; i < ALLOC_NCLASSES; i++)
 			tc->cap[i] = (uint8_t)a->cls[i].mag_cap;
