@@ -194,7 +194,10 @@ int alloc_lease(struct alloc *a, size_t n, const size_t *sizes,
  * lasts) goes straight to the shared pool together with the releasing
  * thread's whole cache. Free slots cached earlier by a thread that stays
  * idle (at most 256 KiB per class, 4 slots for the largest classes) come
- * back when it next releases or exits. */
+ * back when it next releases or exits. Threads take a class's slots from
+ * slabs of their own (64 KiB or more each) while the region has room for
+ * them, so a class may hold one partly used slab per thread that leases
+ * from it; a thread's slabs serve the others once it exits. */
 int alloc_lease_wait(struct alloc *a, size_t n, const size_t *sizes,
 		     struct buf_desc *out, unsigned timeout_ms);
 
