@@ -166,8 +166,9 @@ static unsigned slab_take(struct alloc *a, struct size_class *c, uint32_t id,
 
 /* The slab a refill by the cache tagged `tag` takes slots from: of the
  * first SLAB_SCAN slabs with free slots, the first that is that cache's,
- * nobody's or wholly free; else a new slab; else, when the region has no
- * room for one, any slab with free slots; ALLOC_NIL when none has.
+ * else the first that is nobody's or wholly free; else a new slab; else,
+ * when the region has no room for one, any slab with free slots;
+ * ALLOC_NIL when none has.
  *
  * So threads leasing one class at once each take from slabs of their own
  * (a slab spans at least 16 pages, so 16 lines of state bytes). Taking
@@ -179,17 +180,21 @@ static unsigned slab_take(struct alloc *a, struct size_class *c, uint32_t id,
 static uint32_t slab_pick(struct alloc *a, unsigned cls, uint64_t tag)
 {
 	struct size_class *c = &a->cls[cls];
-	uint32_t id = c->partial, n;
+	uint32_t id = c->partial, spare = ALLOC_NIL, n;
 
 	for (n = 0; id != ALLOC_NIL && n < SLAB_SCAN; n++) {
 		const struct slab *s = &a->slabs[id];
 		uint64_t o = atomic_load_explicit(&s->owner,
 						  memory_order_relaxed);
 
-		if (o == tag || o == 0 || s->nfree == c->nslots)
+		if (o == tag)
 			return id;
+		if (spare == ALLOC_NIL && (o == 0 || s->nfree == c->nslots))
+			spare = id;
 		id = s->next;
 	}
+	if (spare != ALLOC_NIL)
+		return spare;
 	id = slab_carve(a, cls);
 	return id != ALLOC_NIL ? id : c->partial;
 }

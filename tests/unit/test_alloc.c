@@ -566,6 +566,41 @@ static void threads_keep_apart(void **state)
 	alloc_destroy(x.a);
 }
 
+/* A refill takes from the thread's own slab before one that is nobody's,
+ * so that a thread's slots stay together: here the slab a thread left
+ * (holding 64 of its slots) is first on the class's list, and the main
+ * thread's next refill still comes from its own. */
+static void refills_prefer_own_slab(void **state)
+{
+	struct apart held = { .a = mk(8 * MiB), .keep = true };
+	struct buf_desc d[128];
+	uint64_t slab_bytes = ALLOC_SLAB_MIN_PAGES * ALLOC_PAGE_SIZE;
+	void *base, *ret;
+	size_t len;
+	pthread_t t;
+	int i;
+
+	(void)state;
+	alloc_region(held.a, &base, &len);
+	for (i = 0; i < 64; i++)
+		d[i] = lease1(held.a, 128);
+	pthread_create(&t, NULL, apart_thread, &held);
+	pthread_join(t, &ret);
+	assert_null(ret);
+	assert_int_not_equal(((char *)held.d[0].ptr - (char *)base) / slab_bytes,
+			     ((char *)d[0].ptr - (char *)base) / slab_bytes);
+	for (i = 64; i < 128; i++) {
+		d[i] = lease1(held.a, 128);
+		assert_int_equal(((char *)d[i].ptr - (char *)base) / slab_bytes,
+				 ((char *)d[0].ptr - (char *)base) / slab_bytes);
+	}
+	for (i = 0; i < 128; i++)
+		assert_int_equal(alloc_release(held.a, &d[i]), 0);
+	for (i = 0; i < 64; i++)
+		assert_int_equal(alloc_release(held.a, &held.d[i]), 0);
+	alloc_destroy(held.a);
+}
+
 /* Fill the region, fail, give back, fill again. */
 static void exhaustion_and_recovery(void **state)
 {
@@ -1214,6 +1249,7 @@ int main(void)
 		cmocka_unit_test(misuse_empty_window_and_stale_slab),
 		cmocka_unit_test(counts_across_refills_and_flushes),
 		cmocka_unit_test(threads_keep_apart),
+		cmocka_unit_test(refills_prefer_own_slab),
 		cmocka_unit_test(exhaustion_and_recovery),
 		cmocka_unit_test(lease_wait),
 		cmocka_unit_test(pressure_bypasses_caches),
