@@ -29,8 +29,6 @@
 					slab's id is its first page / 16 */
 #define ALLOC_MAG_MAX 128            /* per-thread cache depth, small classes:
 					half of it is two pages of 64 B slots */
-#define ALLOC_LUT_MAX 4096u          /* requests up to this size find their
-					class in a table */
 #define ALLOC_NIL UINT32_MAX
 #define ALLOC_PRESSURE_MS 100        /* bypass caches this long after a
 					failed lease */
@@ -161,25 +159,10 @@ struct slab {
 	atomic_uint_fast64_t owner;
 };
 
-/* A slot in a per-thread cache: its offset in the region / 16 (slots are
- * 16-byte aligned and regions at most 64 GiB). Its state index is the
- * offset / 64, its state byte's position bits the low two bits. */
-typedef uint32_t mag_ent;
-
-static inline mag_ent ent_make(uint64_t off)
-{
-	return (mag_ent)(off >> 4);
-}
-
-static inline uint64_t ent_off(mag_ent e)
-{
-	return (uint64_t)e << 4;
-}
-
-static inline uint32_t ent_sidx(mag_ent e)
-{
-	return e >> 2;
-}
+/* A slot in a per-thread cache: its address. A lease hands it out as it
+ * is; its state byte is at state_at + address / 64 (the region starts on a
+ * page), its position bits are bits 4-5 of the address. */
+typedef uintptr_t mag_ent;
 
 /* A thread's cache for one allocator. Class i's free slots are
  * ent[i][0 .. n-1], newest last. Its count and the thread's lease counter
@@ -258,19 +241,24 @@ static inline void mag_counts(struct tcache *tc, unsigned cls,
 
 struct alloc {
 	struct alloc_head h;        /* must stay first: alloc.h reads it */
+	/* The bound a release's hit path checks offsets against: h.len, or
+	 * 0 while there is pressure (pressure_until), so that no release
+	 * takes the hit path then and the path needs no test of its own for
+	 * it (lease.c). Beside h.base: the path reads both. */
+	atomic_uint_fast64_t hit_len;
 	uint64_t id;                /* unique per allocator in the process */
 	struct page *pages;         /* npages */
 	uint32_t *pinfo;            /* npages: pinfo_slab() or 0 */
 	atomic_uchar *state;        /* npages * 64 state bytes, a page's 64
 				       in one cache line */
+	uintptr_t state_at;         /* state - base / 64: the byte of the
+				       window at address p is state_at + p / 64 */
 	atomic_int waiters;         /* threads in alloc_lease_wait() */
 	/* CLOCK_MONOTONIC ms until which releases bypass thread caches,
 	 * because a lease failed for want of space; 0: no pressure. */
 	atomic_uint_fast64_t pressure_until;
-	/* Class of a request of len <= ALLOC_LUT_MAX bytes: lut[(len-1)/16];
-	 * of a larger one: lut_big[(len-1-ALLOC_LUT_MAX)/1024]. */
-	uint8_t lut[ALLOC_LUT_MAX / 16];
-	uint8_t lut_big[(ALLOC_MAX_CLASS_SIZE - ALLOC_LUT_MAX) / 1024];
+	/* Class of a request of len bytes: lut[(len-1)/16]. */
+	uint8_t lut[ALLOC_MAX_CLASS_SIZE / 16];
 	struct class_info ci[ALLOC_NCLASSES];
 
 	size_t map_len;             /* bytes mapped (region rounded up) */
@@ -306,6 +294,22 @@ struct alloc {
 	uint64_t wait_seq;          /* bumped, under wait_lock, on give-back */
 };
 
+static inline mag_ent ent_make(const struct alloc *a, uint64_t off)
+{
+	return (uintptr_t)a->h.base + off;
+}
+
+static inline uint64_t ent_off(const struct alloc *a, mag_ent e)
+{
+	return e - (uintptr_t)a->h.base;
+}
+
+/* The state byte of the slot e. */
+static inline atomic_uchar *ent_state(const struct alloc *a, mag_ent e)
+{
+	return (atomic_uchar *)(a->state_at + (e >> 6));
+}
+
 /* Map a request size (1 .. ALLOC_MAX_CLASS_SIZE) to its class. */
 static inline unsigned size_to_class(size_t len)
 {
@@ -319,14 +323,13 @@ static inline unsigned size_to_class(size_t len)
 	return 1 + 4 * (b - 6) + (unsigned)((x >> (b - 2)) & 3);
 }
 
-/* The class of a request of 1 .. ALLOC_MAX_CLASS_SIZE bytes: one of two
- * tables (size_to_class() would take more registers and instructions than
- * a lease's hit path has). */
+/* The class of a request of 1 .. ALLOC_MAX_CLASS_SIZE bytes, from a table
+ * (size_to_class() would take more registers and instructions than a
+ * lease's hit path has; one table for every size costs one compare less
+ * than a second, coarser one above 4 KiB). */
 static inline size_t class_of(const struct alloc *a, size_t len)
 {
-	if (likely(len <= ALLOC_LUT_MAX))
-		return a->lut[(len - 1) >> 4];
-	return a->lut_big[(len - 1 - ALLOC_LUT_MAX) >> 10];
+	return a->lut[(len - 1) >> 4];
 }
 
 /* Class i's slot size: 64, then 2^b * (1 + k/4) for k = 1..4. */

@@ -1,16 +1,20 @@
 /*
  * lease.c - leases, their states, and the calls transports make on them.
  *
- * A lease of up to 64 KiB finds its class in a table (one by 16 bytes up to
- * 4 KiB, one by 1 KiB above), pops a slot from the calling thread's cache
- * and stores LEASED in its state byte.
+ * A lease of up to 64 KiB finds its class in a table (one entry per 16
+ * bytes), pops a slot (its address) from the calling thread's cache and
+ * stores LEASED in its state byte.
  * A release reads two words in parallel, the byte of the pointer's 64-byte
  * window and its page's word (pinfo_slab()), and one compare each says
  * whether the pointer is the exact start of a leased or delivered slot and
  * whether the length fits; then it stores FREE and pushes the slot on the
  * cache. No lock, no locked instruction, no divide or multiply on either
  * path. Whatever fails those compares takes the slow path, which resolves
- * the pointer fully and says what is wrong. The state byte is what keeps
+ * the pointer fully and says what is wrong; so does every release while
+ * space is short (pressure_on()), which the bound a release checks its
+ * offset against says, at no cost of its own. The one-buffer calls
+ * (alloc_lease_one(), alloc_release_one()) take the same two paths with
+ * the descriptor in registers. The state byte is what keeps
  * misuse harmless: a second release of a buffer, a release of a submitted
  * one or of a pointer that is no lease start is refused before anything
  * changes, so a slot never sits in the free pool twice. The transport's calls change the byte with a compare-and-swap,
@@ -18,6 +22,7 @@
  * extents (extent.c) under one lock. A multi-lease takes its buffers one by
  * one and gives back what it took when one of them cannot be served.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -213,8 +218,9 @@ static uint64_t mono_ms(void)
  * them. Only slots cached by threads that stay idle remain out of reach. */
 static void pressure_on(struct alloc *a)
 {
-	atomic_store_explicit(&a->pressure_until, mono_ms() + ALLOC_PRESSURE_MS,
-			      memory_order_relaxed);
+	/* The time first, then the release hit path's bound: see bypass(). */
+	atomic_store(&a->pressure_until, mono_ms() + ALLOC_PRESSURE_MS);
+	atomic_store(&a->hit_len, 0);
 }
 
 /* Called from a release while someone waits or the region was short of
@@ -226,7 +232,17 @@ static void __attribute__((noinline)) bypass(struct alloc *a, struct tcache *tc)
 
 	if (!atomic_load_explicit(&a->waiters, memory_order_relaxed) &&
 	    until && mono_ms() > until) {
-		atomic_compare_exchange_strong(&a->pressure_until, &until, 0);
+		if (atomic_compare_exchange_strong(&a->pressure_until, &until,
+						   0)) {
+			/* Open the hit path again, unless a pressure_on()
+			 * came since: it stored its time before its bound,
+			 * and we read the time after storing ours (all
+			 * sequentially consistent), so one of the two sees
+			 * the other and the bound ends 0 under pressure. */
+			atomic_store(&a->hit_len, a->h.len);
+			if (atomic_load(&a->pressure_until))
+				atomic_store(&a->hit_len, 0);
+		}
 		return;
 	}
 	tcache_flush_all(a, tc);
@@ -251,7 +267,7 @@ static inline void slot_put(struct alloc *a, struct tcache *tc,
 	uint64_t mw;
 
 	if (unlikely(!tc)) {
-		mag_ent e = ent_make(w->off);
+		mag_ent e = ent_make(a, w->off);
 
 		slab_flush(a, cls, &e, 1);
 		return;
@@ -270,7 +286,7 @@ static inline void slot_put(struct alloc *a, struct tcache *tc,
 		mw -= give;
 		n -= give;
 	}
-	ent[n] = ent_make(w->off);
+	ent[n] = ent_make(a, w->off);
 	mag_set(tc, cls, mw + 1);
 	/* Someone needs space: cached slots must not hide it. */
 	if (unlikely(need_space(a)))
@@ -317,10 +333,9 @@ static inline mag_ent slot_pop(struct alloc *a, struct tcache *tc,
 	mag_ent e = tc->ent[cls][MAG_N(mw) - 1];
 
 	mag_set(tc, cls, mw - 1 + MAG_LEASE);
-	assert(atomic_load_explicit(&a->state[ent_sidx(e)], memory_order_relaxed) ==
-	       st_byte(ent_off(e), ALLOC_FREE));
-	atomic_store_explicit(&a->state[ent_sidx(e)],
-			      st_byte(ent_off(e), ALLOC_LEASED),
+	assert(atomic_load_explicit(ent_state(a, e), memory_order_relaxed) ==
+	       st_byte(e, ALLOC_FREE));
+	atomic_store_explicit(ent_state(a, e), st_byte(e, ALLOC_LEASED),
 			      memory_order_relaxed);
 	return e;
 }
@@ -344,7 +359,7 @@ static inline int lease_one(struct alloc *a, struct tcache *tc, size_t len,
 	if (unlikely(MAG_N(mag_word(tc, cls)) == 0) && !refill(a, tc, cls))
 		return -ENOMEM;
 	e = slot_pop(a, tc, cls, mag_word(tc, cls));
-	out->ptr = a->h.base + ent_off(e);
+	out->ptr = (void *)e;
 	out->len = len;
 	return 0;
 }
@@ -432,41 +447,76 @@ static int __attribute__((noinline)) lease_slow(struct alloc *a, size_t n,
 	return lease_n(a, n, sizes, out, true);
 }
 
-int alloc_lease(struct alloc *a, size_t n, const size_t *sizes,
-		struct buf_desc *out)
+/* The lease hit path: a slot for len bytes from this thread's cache for a
+ * in *p, or false (len 0 or above ALLOC_MAX_CLASS_SIZE, no cache for a, or
+ * an empty one) for the caller's slow path. This path is a few dozen
+ * instructions and each counts: the class as a size_t (an unsigned one
+ * costs an instruction per index), the slot's address straight from the
+ * cache. */
+static inline __attribute__((always_inline)) bool lease_hit(struct alloc *a,
+							    size_t len,
+							    void **p)
 {
 	struct tcache_head *h = alloc_tls_head;
 
-	/* The hit path: one slot, this thread's cache for a (no cache
-	 * matches a NULL a), a slot in it. This path is a few dozen
-	 * instructions and each counts: a test of its own per argument, and
-	 * the class as a size_t (an unsigned one costs an instruction per
-	 * index). */
+	if (likely(tcache_serves(h, a))) {
+		struct tcache *tc = (struct tcache *)h;
+		size_t cls;
+		uint64_t mw;
+
+		if (unlikely(len - 1 >= ALLOC_MAX_CLASS_SIZE))
+			return false;
+		cls = class_of(a, len);
+		mw = mag_word(tc, cls);
+		if (likely(MAG_N(mw))) {
+			*p = (void *)slot_pop(a, tc, cls, mw);
+			return true;
+		}
+	}
+	return false;
+}
+
+int alloc_lease(struct alloc *a, size_t n, const size_t *sizes,
+		struct buf_desc *out)
+{
+	void *p;
+
+	/* The hit path: one buffer, a test of its own per argument. */
 	if (unlikely(n != 1))
 		goto slow;
 	if (unlikely(!sizes))
 		goto slow;
 	if (unlikely(!out))
 		goto slow;
-	if (likely(tcache_serves(h, a))) {
-		struct tcache *tc = (struct tcache *)h;
-		size_t len = sizes[0], cls;
-		uint64_t mw;
-
-		if (unlikely(len - 1 >= ALLOC_MAX_CLASS_SIZE))
-			goto slow;
-		cls = class_of(a, len);
-		mw = mag_word(tc, cls);
-		out->len = len;
-		if (likely(MAG_N(mw))) {
-			mag_ent e = slot_pop(a, tc, cls, mw);
-
-			out->ptr = a->h.base + ent_off(e);
-			return 0;
-		}
+	if (likely(lease_hit(a, sizes[0], &p))) {
+		out->ptr = p;
+		out->len = sizes[0];
+		return 0;
 	}
 slow:
 	return lease_slow(a, n, sizes, out);
+}
+
+static struct buf_desc __attribute__((noinline)) lease_one_slow(struct alloc *a,
+								size_t len)
+{
+	struct buf_desc d;
+	int rc = lease_slow(a, 1, &len, &d);
+
+	if (rc) {
+		errno = -rc;
+		return (struct buf_desc){ NULL, 0 };
+	}
+	return d;
+}
+
+struct buf_desc alloc_lease_one(struct alloc *a, size_t len)
+{
+	void *p;
+
+	if (likely(lease_hit(a, len, &p)))
+		return (struct buf_desc){ p, len };
+	return lease_one_slow(a, len);
 }
 
 int alloc_lease_wait(struct alloc *a, size_t n, const size_t *sizes,
@@ -517,16 +567,16 @@ int alloc_lease_wait(struct alloc *a, size_t n, const size_t *sizes,
  * a full or missing cache, and every misuse, which resolve() and the state
  * byte sort out. */
 static int __attribute__((noinline)) release_slow(struct alloc *a,
-						  const struct buf_desc *d)
+						  void *ptr, size_t len)
 {
 	struct where w;
-	int rc = resolve(a, d->ptr, &w);
+	int rc = resolve(a, ptr, &w);
 
 	if (unlikely(rc))
 		return rc;
 	if (unlikely(w.reserved))
 		return -EPERM;
-	if (unlikely(d->len > w.size))
+	if (unlikely(len > w.size))
 		return -EINVAL;
 	rc = app_change(&a->state[w.sidx],
 		      1u << ALLOC_LEASED | 1u << ALLOC_DELIVERED,
@@ -537,21 +587,27 @@ static int __attribute__((noinline)) release_slow(struct alloc *a,
 	return 0;
 }
 
-int alloc_release(struct alloc *a, const struct buf_desc *d)
+/* The release hit path: the exact start of a leased or delivered slot
+ * whose slot holds len bytes, and room in this thread's cache. The byte
+ * of the window and the page word are read in parallel; everything else,
+ * misuse included, is false here and goes to release_slow(), before any
+ * store. */
+static inline __attribute__((always_inline)) bool release_hit(struct alloc *a,
+							      void *ptr,
+							      size_t len)
 {
-	uint64_t off = (uintptr_t)d->ptr - (uintptr_t)a->h.base;
+	uint64_t off = (uintptr_t)ptr - (uintptr_t)a->h.base;
 
-	/* The hit path: the exact start of a leased or delivered slot whose
-	 * slot holds d->len, and room in this thread's cache. The byte of
-	 * the window and the page word are read in parallel; everything
-	 * else, misuse included, goes to release_slow(), before any store. */
-	if (likely(off < a->h.len)) {
+	/* 0 under pressure: every release then goes through release_slow()
+	 * and slot_put(), which give the cache back (bypass()). */
+	if (likely(off < atomic_load_explicit(&a->hit_len,
+					      memory_order_relaxed))) {
 		atomic_uchar *st = &a->state[off >> 6];
 		unsigned char s = atomic_load_explicit(st, memory_order_relaxed);
 		uint32_t info = a->pinfo[off >> ALLOC_PAGE_SHIFT];
 		struct tcache_head *h = alloc_tls_head;
 
-		if (likely(st_releasable(s, off) && d->len < (info >> 8) &&
+		if (likely(st_releasable(s, off) && len < (info >> 8) &&
 			   tcache_serves(h, a))) {
 			struct tcache *tc = (struct tcache *)h;
 			size_t cls = info & 0xff;
@@ -563,15 +619,30 @@ int alloc_release(struct alloc *a, const struct buf_desc *d)
 				atomic_store_explicit(st,
 					st_byte(s, ALLOC_FREE),
 					memory_order_release);
-				tc->ent[cls][MAG_N(mw)] = ent_make(off);
+				tc->ent[cls][MAG_N(mw)] = (uintptr_t)ptr;
 				mag_set(tc, cls, mw + 1);
-				if (unlikely(need_space(a)))
-					bypass(a, tc);
-				return 0;
+				return true;
 			}
 		}
 	}
-	return release_slow(a, d);
+	return false;
+}
+
+int alloc_release(struct alloc *a, const struct buf_desc *d)
+{
+	void *ptr = d->ptr;
+	size_t len = d->len;
+
+	if (likely(release_hit(a, ptr, len)))
+		return 0;
+	return release_slow(a, ptr, len);
+}
+
+int alloc_release_one(struct alloc *a, struct buf_desc d)
+{
+	if (likely(release_hit(a, d.ptr, d.len)))
+		return 0;
+	return release_slow(a, d.ptr, d.len);
 }
 
 int alloc_release_n(struct alloc *a, size_t n, const struct buf_desc *d)

@@ -140,6 +140,7 @@ int alloc_create(const struct alloc_params *p, struct alloc **out,
 	}
 	a->h.base = base;
 	a->h.len = a->map_len;
+	atomic_init(&a->hit_len, a->h.len);
 	a->npages = (uint32_t)(a->map_len >> ALLOC_PAGE_SHIFT);
 	a->id = atomic_fetch_add(&next_alloc_id, 1);
 	rc = alloc_tables(a);
@@ -148,6 +149,7 @@ int alloc_create(const struct alloc_params *p, struct alloc **out,
 				 a->map_len);
 		goto fail;
 	}
+	a->state_at = (uintptr_t)a->state - (uintptr_t)base / 64;
 	init_sync(a);
 	slab_init_classes(a);
 	ext_init(a);

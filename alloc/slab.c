@@ -23,11 +23,15 @@
 
 void slab_init_classes(struct alloc *a)
 {
-	unsigned i;
+	unsigned i, k;
 
+	/* Requests of 16 (k - 1) + 1 .. 16 k bytes share a class: class sizes
+	 * are multiples of 16. */
+	for (k = 0; k < sizeof(a->lut); k++)
+		a->lut[k] = (uint8_t)size_to_class(16 * (k + 1));
 	for (i = 0; i < ALLOC_NCLASSES; i++) {
 		struct size_class *c = &a->cls[i];
-		uint32_t bytes, cap, k;
+		uint32_t bytes, cap;
 
 		c->size = (uint32_t)class_size(i);
 		bytes = c->size * SLAB_MIN_SLOTS;
@@ -40,15 +44,6 @@ void slab_init_classes(struct alloc *a)
 		c->magic = ((uint64_t)1 << 40) / c->size + 1;
 		a->ci[i] = (struct class_info){ c->size, c->nslots, c->mag_cap,
 						c->magic };
-		/* Requests of 16 (k - 1) + 1 .. 16 k bytes share a class: class
-		 * sizes are multiples of 16. */
-		for (k = 0; k < ALLOC_LUT_MAX / 16; k++)
-			if (size_to_class(16 * (k + 1)) == i)
-				a->lut[k] = (uint8_t)i;
-		/* Above ALLOC_LUT_MAX, class sizes are multiples of 1 KiB. */
-		for (k = 0; k < sizeof(a->lut_big); k++)
-			if (size_to_class(ALLOC_LUT_MAX + 1024 * (k + 1)) == i)
-				a->lut_big[k] = (uint8_t)i;
 		c->partial = ALLOC_NIL;
 		pthread_mutex_init(&c->lock, NULL);
 		/* A slab's state indices must fit in its pages' share. */
@@ -155,7 +150,7 @@ static unsigned slab_take(struct alloc *a, struct size_class *c, uint32_t id,
 
 			*word &= *word - 1;
 			assert((st & ~ST_POS) == ST_FREE);
-			out[got++] = ent_make((uint64_t)sidx * 64 + (st & ST_POS));
+			out[got++] = ent_make(a, (uint64_t)sidx * 64 + (st & ST_POS));
 		}
 	}
 	s->nfree -= got;
@@ -251,10 +246,10 @@ void slab_flush(struct alloc *a, unsigned cls, const mag_ent *ents,
 		return;
 	pthread_mutex_lock(&c->lock);
 	for (i = 0; i < n; i++) {
-		uint64_t off = ent_off(ents[i]);
+		uint64_t off = ent_off(a, ents[i]);
 		uint32_t first = a->pages[off >> ALLOC_PAGE_SHIFT].first;
 		uint32_t id = first / ALLOC_SLAB_MIN_PAGES;
-		uint32_t idx = ent_sidx(ents[i]) - first * 64;
+		uint32_t idx = (uint32_t)(off >> 6) - first * 64;
 		struct slab *s = &a->slabs[id];
 		uint64_t bit = (uint64_t)1 << (idx % 64);
 

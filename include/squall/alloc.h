@@ -207,6 +207,17 @@ int alloc_lease_wait(struct alloc *a, size_t n, const size_t *sizes,
  * or -EINVAL (not the start of a lease, outside the region, len too long). */
 int alloc_release(struct alloc *a, const struct buf_desc *d);
 
+/* One buffer, the descriptor by value: what alloc_lease() with n = 1 and
+ * alloc_release() do, with the same checks, but the descriptor travels in
+ * registers rather than through memory, as malloc()'s size and pointer
+ * do, which takes instructions off every call. alloc_lease_one()
+ * returns { ptr, len }, or { NULL, 0 } with errno EINVAL (len 0, a NULL)
+ * or ENOMEM (not enough space; counted in the statistics).
+ * alloc_release_one() returns what alloc_release() would. Either call may
+ * give back a buffer the other form leased. */
+struct buf_desc alloc_lease_one(struct alloc *a, size_t len);
+int alloc_release_one(struct alloc *a, struct buf_desc d);
+
 /* alloc_release() for each of n descriptors. Every descriptor is tried;
  * returns 0 or the first error met (descriptors that failed are untouched). */
 int alloc_release_n(struct alloc *a, size_t n, const struct buf_desc *d);

@@ -4,12 +4,14 @@
  * edges, registration, statistics, and a 4-thread stress run that checks
  * no lease ever sees another lease's bytes.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -323,6 +325,87 @@ static void misuse(void **state)
 			assert_int_equal(alloc_release(a, &many[i]), 0);
 		}
 	}
+	assert_int_equal(in_use(a), 0);
+	alloc_destroy(a);
+}
+
+/* The by-value calls make the checks the descriptor calls make, leave the
+ * same states, and mix with them. */
+static void one_buffer_calls(void **state)
+{
+	struct alloc *a = mk(MiB);
+	struct buf_desc d, e, r, many[300];
+	struct alloc_class_stats st;
+	size_t sizes[] = { 1, 64, 100, 4096, 4097, 65536, 65537, 200 * KiB };
+	size_t sz = 4000;
+	uint64_t leases;
+	unsigned i;
+	int n = 0, local;
+
+	(void)state;
+	for (i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+		d = alloc_lease_one(a, sizes[i]);
+		assert_non_null(d.ptr);
+		assert_int_equal(d.len, sizes[i]);
+		assert_true(alloc_owns(a, d.ptr, d.len));
+		assert_int_equal((uintptr_t)d.ptr % (sizes[i] > ALLOC_MAX_CLASS_SIZE ?
+						     4096 : 16), 0);
+		assert_int_equal(alloc_state(a, d.ptr), ALLOC_LEASED);
+		memset(d.ptr, 0x5a, d.len);
+		assert_int_equal(alloc_release_one(a, d), 0);
+		assert_int_equal(alloc_state(a, d.ptr), ALLOC_FREE);
+		/* A double release. */
+		assert_int_equal(alloc_release_one(a, d), -EALREADY);
+	}
+	/* Either form releases what the other leased. */
+	d = alloc_lease_one(a, 100);
+	assert_int_equal(alloc_release(a, &d), 0);
+	d = lease1(a, 100);
+	assert_int_equal(alloc_release_one(a, d), 0);
+	/* Misuse: inside the slot, too long, outside the region, submitted,
+	 * a reservation. Each is refused and changes nothing. */
+	d = alloc_lease_one(a, 100);
+	assert_int_equal(alloc_release_one(a, (struct buf_desc){ (char *)d.ptr + 16, 1 }), -EINVAL);
+	assert_int_equal(alloc_release_one(a, (struct buf_desc){ (char *)d.ptr + 1, 1 }), -EINVAL);
+	assert_int_equal(alloc_release_one(a, (struct buf_desc){ d.ptr, 113 }), -EINVAL);
+	assert_int_equal(alloc_release_one(a, (struct buf_desc){ &local, 4 }), -EINVAL);
+	assert_int_equal(alloc_release_one(a, (struct buf_desc){ NULL, 0 }), -EINVAL);
+	assert_int_equal(alloc_state(a, d.ptr), ALLOC_LEASED);
+	assert_int_equal(alloc_submit(a, &d), 0);
+	assert_int_equal(alloc_release_one(a, d), -EBUSY);
+	assert_int_equal(alloc_complete(a, &d), 0);
+	assert_int_equal(alloc_release_one(a, d), -EALREADY);
+	e = alloc_lease_one(a, 100);
+	assert_int_equal(alloc_deliver(a, &e), 0);
+	assert_int_equal(alloc_release_one(a, e), 0);
+	assert_int_equal(alloc_reserve(a, 4096, 4096, &r), 0);
+	assert_int_equal(alloc_release_one(a, r), -EPERM);
+	/* Bad arguments: EINVAL, nothing counted as a failure. */
+	errno = 0;
+	d = alloc_lease_one(a, 0);
+	assert_null(d.ptr);
+	assert_int_equal(d.len, 0);
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	d = alloc_lease_one(NULL, 64);
+	assert_null(d.ptr);
+	assert_int_equal(errno, EINVAL);
+	/* No room: ENOMEM, counted in the class's failures. */
+	assert_int_equal(alloc_stats(a, size_to_class(sz), &st), 0);
+	leases = st.leases;
+	while (n < 300) {
+		many[n] = alloc_lease_one(a, sz);
+		if (!many[n].ptr)
+			break;
+		n++;
+	}
+	assert_true(n > 100 && n < 300);
+	assert_int_equal(errno, ENOMEM);
+	assert_int_equal(alloc_stats(a, size_to_class(sz), &st), 0);
+	assert_int_equal(st.failures, 1);
+	assert_int_equal(st.leases, leases + (uint64_t)n);
+	while (n--)
+		assert_int_equal(alloc_release_one(a, many[n]), 0);
 	assert_int_equal(in_use(a), 0);
 	alloc_destroy(a);
 }
@@ -727,6 +810,8 @@ static void pressure_bypasses_caches(void **state)
 		n++;
 	assert_true(n < 300);
 	assert_int_not_equal(atomic_load(&a->pressure_until), 0);
+	/* Releases leave the hit path while the pressure lasts. */
+	assert_int_equal(atomic_load(&a->hit_len), 0);
 	assert_int_equal(alloc_release(a, &d[--n]), 0);
 	pthread_create(&t, NULL, lease_4k_thread, &w);
 	pthread_join(t, NULL);
@@ -735,6 +820,7 @@ static void pressure_bypasses_caches(void **state)
 	usleep((ALLOC_PRESSURE_MS + 50) * 1000);
 	assert_int_equal(alloc_release(a, &d[--n]), 0);
 	assert_int_equal(atomic_load(&a->pressure_until), 0);
+	assert_int_equal(atomic_load(&a->hit_len), a->h.len);
 	for (i = 0; i < n; i++)
 		assert_int_equal(alloc_release(a, &d[i]), 0);
 	alloc_destroy(a);
@@ -1249,6 +1335,7 @@ int main(void)
 		cmocka_unit_test(large_extents),
 		cmocka_unit_test(all_or_nothing),
 		cmocka_unit_test(misuse),
+		cmocka_unit_test(one_buffer_calls),
 		cmocka_unit_test(misuse_inside_windows),
 		cmocka_unit_test(misuse_empty_window_and_stale_slab),
 		cmocka_unit_test(counts_across_refills_and_flushes),
