@@ -18,8 +18,17 @@
  * paths); mallocx/dallocx, even with no flags, take its general path,
  * about 1.5x slower per step, so they would flatter squall.
  *
+ * `alloc` links libsquall.so, as applications do (and as `alloc_jemalloc`
+ * links libjemalloc.so), so every call of either goes through the PLT.
+ *
+ * squall runs in two forms: `squall`, alloc_release() and alloc_lease()
+ * with n = 1, the descriptor passed through memory; `squall_one`,
+ * alloc_release_one() and alloc_lease_one(), the descriptor by value in
+ * registers, as malloc's size and pointer travel.
+ *
  * usage: alloc IMPL THREADS LO HI [ITERS [ROUNDS]]
- *   IMPL: squall | malloc (in `alloc`), jemalloc (in `alloc_jemalloc`)
+ *   IMPL: squall | squall_one | malloc (in `alloc`), jemalloc (in
+ *   `alloc_jemalloc`)
  * prints: impl=I threads=T lo=L hi=H ns=N mops=M
  * With ALLOC_BENCH_STATS set, the squall run also prints the allocator's
  * statistics (alloc_stats_print) to stderr at the end.
@@ -42,7 +51,7 @@
 #define MAX_THREADS 8
 #define MAX_ROUNDS 64
 
-enum impl { IMPL_SQUALL, IMPL_MALLOC, IMPL_JEMALLOC };
+enum impl { IMPL_SQUALL, IMPL_SQUALL_ONE, IMPL_MALLOC, IMPL_JEMALLOC };
 
 struct worker {
 	pthread_t t;
@@ -106,6 +115,18 @@ run(enum impl which, void **live, size_t *livelen, const size_t *sizes,
 			livelen[k] = sz;
 			break;
 		}
+		case IMPL_SQUALL_ONE: {
+			struct buf_desc d = { live[k], livelen[k] };
+
+			if (alloc_release_one(sq, d))
+				abort();
+			d = alloc_lease_one(sq, sz);
+			if (!d.ptr)
+				abort();
+			live[k] = d.ptr;
+			livelen[k] = d.len;
+			break;
+		}
 		case IMPL_MALLOC:
 			free(live[k]);
 			live[k] = malloc(sz);
@@ -125,7 +146,8 @@ static void *lease_one(size_t sz)
 	case IMPL_JEMALLOC:
 		return malloc(sz);
 #else
-	case IMPL_SQUALL: {
+	case IMPL_SQUALL:
+	case IMPL_SQUALL_ONE: {
 		struct buf_desc d;
 
 		if (alloc_lease(sq, 1, &sz, &d))
@@ -148,7 +170,8 @@ static void release_one(void *p, size_t len)
 		free(p);
 		break;
 #else
-	case IMPL_SQUALL: {
+	case IMPL_SQUALL:
+	case IMPL_SQUALL_ONE: {
 		struct buf_desc d = { p, len };
 
 		if (alloc_release(sq, &d))
@@ -198,6 +221,9 @@ static void *worker(void *arg)
 		case IMPL_SQUALL:
 			run(IMPL_SQUALL, live, livelen, sizes, idx, iters);
 			break;
+		case IMPL_SQUALL_ONE:
+			run(IMPL_SQUALL_ONE, live, livelen, sizes, idx, iters);
+			break;
 		case IMPL_MALLOC:
 			run(IMPL_MALLOC, live, livelen, sizes, idx, iters);
 			break;
@@ -240,6 +266,8 @@ static int parse_impl(const char *s)
 #else
 	if (!strcmp(s, "squall"))
 		return IMPL_SQUALL;
+	if (!strcmp(s, "squall_one"))
+		return IMPL_SQUALL_ONE;
 	if (!strcmp(s, "malloc"))
 		return IMPL_MALLOC;
 #endif
@@ -271,7 +299,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 #ifndef BENCH_JEMALLOC
-	if (impl == IMPL_SQUALL) {
+	if (impl == IMPL_SQUALL || impl == IMPL_SQUALL_ONE) {
 		struct alloc_params p = { .region_size = 128ull << 20 };
 		struct squall_error err;
 
@@ -304,7 +332,8 @@ int main(int argc, char **argv)
 	printf("impl=%s threads=%d lo=%zu hi=%zu ns=%.2f mops=%.2f\n", argv[1],
 	       nthreads, lo, hi, median(ns, rounds), median(mops, rounds));
 #ifndef BENCH_JEMALLOC
-	if (impl == IMPL_SQUALL && getenv("ALLOC_BENCH_STATS"))
+	if ((impl == IMPL_SQUALL || impl == IMPL_SQUALL_ONE) &&
+	    getenv("ALLOC_BENCH_STATS"))
 		alloc_stats_print(sq, stderr);
 	alloc_destroy(sq);
 #endif

@@ -3,16 +3,22 @@
 # malloc/free and jemalloc's malloc/free, natively (no RDMA, no VM).
 #
 # Every configuration (1 and 2 threads; fixed sizes 64 B .. 64 KiB and two
-# mixes) runs the three implementations one after the other, each in its
-# own process: glibc in build/bench/alloc, which does not link jemalloc,
-# jemalloc in build/bench/alloc_jemalloc; one-thread runs of all three on
-# the same CPU (below). Each process prints the median over rounds of ns
-# per step (one lease + one release, the thread's CPU time) and Mops/s
-# (steps per second of all threads, wall clock). Every
-# configuration runs REPEAT times (at least 5), the three implementations
+# mixes) runs four implementations one after the other, each in its own
+# process: squall in two forms (`squall`: alloc_lease() of one buffer and
+# alloc_release(), the descriptor through memory; `squall_one`:
+# alloc_lease_one() and alloc_release_one(), the descriptor in registers
+# as malloc's size and pointer are) and glibc, all in build/bench/alloc,
+# which links libsquall.so and not jemalloc; jemalloc in
+# build/bench/alloc_jemalloc, which links libjemalloc.so; one-thread runs
+# of all on the same CPU (below). Each process prints the median over
+# rounds of ns per step (one lease + one release, the thread's CPU time)
+# and Mops/s (steps per second of all threads, wall clock). Every
+# configuration runs REPEAT times (at least 5), the implementations
 # taking turns, and its figures are the medians of those runs. The
 # headline is 1 thread, 64 B-4 KiB, 64 live buffers; min_ratio_vs_jemalloc
-# is the lowest vs_jemalloc of the fixed-size rows at every thread count.
+# (alloc_lease/alloc_release) and min_one_ratio_vs_jemalloc (the one-
+# buffer calls) are the lowest ratios of the fixed-size rows at every
+# thread count.
 #
 # usage: scripts/bench alloc [ITERS [ROUNDS [REPEAT]]]
 set -euo pipefail
@@ -58,50 +64,55 @@ median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+
 
 fixed=""  # "size threads squall_ns jemalloc_ns" of each fixed-size row
 configs="64:64 256:256 1024:1024 4096:4096 16384:16384 65536:65536 64:4096 64:65536"
-printf '%-12s %3s | %10s %10s %11s | %9s %9s %9s | %9s %11s\n' \
-    sizes thr squall_ns malloc_ns jemalloc_ns sq_Mops mal_Mops je_Mops vs_malloc vs_jemalloc
-printf '%s\n' "----------------------------------------------------------------------------------------------------------------"
+printf '%-12s %3s | %10s %7s %10s %11s | %9s %9s %9s | %9s %11s %7s\n' \
+    sizes thr squall_ns one_ns malloc_ns jemalloc_ns sq_Mops mal_Mops je_Mops vs_malloc vs_jemalloc one_vs_je
+printf '%s\n' "-----------------------------------------------------------------------------------------------------------------------------"
 # alloc.csv: the table; the size range is size_lo..size_hi (equal: one size).
+# squall_*: alloc_lease()/alloc_release(); squall_one_*: alloc_lease_one()/
+# alloc_release_one().
 csv_header alloc size_lo_bytes size_hi_bytes threads squall_ns malloc_ns jemalloc_ns \
-    squall_Mops_per_s malloc_Mops_per_s jemalloc_Mops_per_s vs_malloc vs_jemalloc
+    squall_Mops_per_s malloc_Mops_per_s jemalloc_Mops_per_s vs_malloc vs_jemalloc \
+    squall_one_ns squall_one_Mops_per_s one_vs_jemalloc
 for t in 1 2; do
     for c in $configs; do
         lo=${c%:*}
         hi=${c#*:}
         n=$repeat
         declare -A ns=() mops=()
-        for impl in squall malloc jemalloc; do
+        for impl in squall squall_one malloc jemalloc; do
             ns[$impl]=""
             mops[$impl]=""
         done
         for ((i = 0; i < n; i++)); do
-            for impl in squall malloc jemalloc; do
+            for impl in squall squall_one malloc jemalloc; do
                 read -r x y < <(run "$impl" "$t" "$lo" "$hi")
                 ns[$impl]+="$x"$'\n'
                 mops[$impl]+="$y"$'\n'
             done
         done
-        for impl in squall malloc jemalloc; do
+        for impl in squall squall_one malloc jemalloc; do
             ns[$impl]=$(printf '%s' "${ns[$impl]}" | median)
             mops[$impl]=$(printf '%s' "${mops[$impl]}" | median)
         done
         if [ "$lo" = "$hi" ]; then label="$lo"; else label="$lo-$hi"; fi
         awk -v l="$label" -v t="$t" -v a="${ns[squall]}" -v b="${ns[malloc]}" \
             -v c="${ns[jemalloc]}" -v ma="${mops[squall]}" -v mb="${mops[malloc]}" \
-            -v mc="${mops[jemalloc]}" 'BEGIN {
-            printf "%-12s %3s | %10.2f %10.2f %11.2f | %9.2f %9.2f %9.2f | %9.2f %11.2f\n",
-                l, t, a, b, c, ma, mb, mc, b / a, c / a }'
+            -v mc="${mops[jemalloc]}" -v o="${ns[squall_one]}" 'BEGIN {
+            printf "%-12s %3s | %10.2f %7.2f %10.2f %11.2f | %9.2f %9.2f %9.2f | %9.2f %11.2f %9.2f\n",
+                l, t, a, o, b, c, ma, mb, mc, b / a, c / a, c / o }'
         read -ra row < <(awk -v lo="$lo" -v hi="$hi" -v t="$t" -v a="${ns[squall]}" \
             -v b="${ns[malloc]}" -v c="${ns[jemalloc]}" -v ma="${mops[squall]}" \
-            -v mb="${mops[malloc]}" -v mc="${mops[jemalloc]}" 'BEGIN {
-            printf "%s %s %s %.2f %.2f %.2f %.2f %.2f %.2f %.2f %.2f\n",
-                lo, hi, t, a, b, c, ma, mb, mc, b / a, c / a }')
+            -v mb="${mops[malloc]}" -v mc="${mops[jemalloc]}" -v o="${ns[squall_one]}" \
+            -v mo="${mops[squall_one]}" 'BEGIN {
+            printf "%s %s %s %.2f %.2f %.2f %.2f %.2f %.2f %.2f %.2f %.2f %.2f %.2f\n",
+                lo, hi, t, a, b, c, ma, mb, mc, b / a, c / a, o, mo, c / o }')
         csv_row alloc "${row[@]}"
         if [ "$t" = 1 ] && [ "$c" = 64:4096 ]; then
             head_sq=${ns[squall]} head_mal=${ns[malloc]} head_je=${ns[jemalloc]}
+            head_one=${ns[squall_one]}
         fi
         if [ "$lo" = "$hi" ]; then
-            fixed+="$lo $t ${ns[squall]} ${ns[jemalloc]}"$'\n'
+            fixed+="$lo $t ${ns[squall]} ${ns[jemalloc]} ${ns[squall_one]}"$'\n'
         fi
         unset ns mops
     done
@@ -109,11 +120,19 @@ done
 echo
 echo "ns: median ns per lease+release (thread CPU time); Mops: million lease+release per second, all threads"
 echo "vs_*: reference ns / squall ns (above 1: squall is faster); 64 live buffers per thread;"
-echo "medians of $repeat runs per row"
+echo "squall: alloc_lease (n = 1) + alloc_release, the descriptor through memory;"
+echo "one: alloc_lease_one + alloc_release_one, the descriptor in registers as malloc's"
+echo "size and pointer; one_vs_je: jemalloc ns / one ns; medians of $repeat runs per row"
+# min_ratio_*: the lowest ratio over the fixed-size rows of both thread
+# counts, for each form.
 read -r min_ratio min_size min_thr < <(printf '%s' "$fixed" | awk '
     { r = $4 / $3; if (NR == 1 || r < m) { m = r; s = $1; t = $2 } }
     END { printf "%.3f %s %s\n", m, s, t }')
+read -r min_one min_one_size min_one_thr < <(printf '%s' "$fixed" | awk '
+    { r = $4 / $5; if (NR == 1 || r < m) { m = r; s = $1; t = $2 } }
+    END { printf "%.3f %s %s\n", m, s, t }')
 awk -v a="$head_sq" -v b="$head_mal" -v c="$head_je" -v m="$min_ratio" \
-    -v ms="$min_size" -v mt="$min_thr" -v r="$repeat" 'BEGIN {
-    printf "SUMMARY alloc lease_release_ns=%.2f malloc_free_ns=%.2f jemalloc_ns=%.2f ratio_vs_malloc=%.2f ratio_vs_jemalloc=%.2f runs=%d min_ratio_size=%s min_ratio_threads=%s min_ratio_vs_jemalloc=%s\n",
-        a, b, c, b / a, c / a, r, ms, mt, m }'
+    -v ms="$min_size" -v mt="$min_thr" -v r="$repeat" -v o="$head_one" \
+    -v mo="$min_one" -v mos="$min_one_size" -v mot="$min_one_thr" 'BEGIN {
+    printf "SUMMARY alloc lease_release_ns=%.2f malloc_free_ns=%.2f jemalloc_ns=%.2f ratio_vs_malloc=%.2f ratio_vs_jemalloc=%.2f runs=%d min_ratio_size=%s min_ratio_threads=%s min_ratio_vs_jemalloc=%s lease_release_one_ns=%.2f one_ratio_vs_jemalloc=%.2f min_one_ratio_size=%s min_one_ratio_threads=%s min_one_ratio_vs_jemalloc=%s\n",
+        a, b, c, b / a, c / a, r, ms, mt, m, o, c / o, mos, mot, mo }'

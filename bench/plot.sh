@@ -215,12 +215,14 @@ alloc)
     sa=()
     for t in 1 2; do
         series "$tmp/alloc.csv" sq.$t.dat size_lo_bytes squall_Mops_per_s threads "$t"
+        series "$tmp/alloc.csv" one.$t.dat size_lo_bytes squall_one_Mops_per_s threads "$t"
         series "$tmp/alloc.csv" je.$t.dat size_lo_bytes jemalloc_Mops_per_s threads "$t"
         series "$tmp/alloc.csv" ma.$t.dat size_lo_bytes malloc_Mops_per_s threads "$t"
         d=$([ $t = 1 ] && echo 1 || echo 2)
         th="$t thread$([ $t = 1 ] || echo s)"
-        sa+=("sq.$t.dat|squall lease+release, $th|$L dt $d lc rgb '#1f77b4'"
-            "je.$t.dat|jemalloc mallocx+dallocx, $th|$L dt $d lc rgb '#d62728'"
+        sa+=("sq.$t.dat|squall alloc_lease+alloc_release, $th|$L dt $d lc rgb '#1f77b4'"
+            "one.$t.dat|squall alloc_lease_one+alloc_release_one, $th|$L dt $d lc rgb '#2ca02c'"
+            "je.$t.dat|jemalloc malloc+free, $th|$L dt $d lc rgb '#d62728'"
             "ma.$t.dat|glibc malloc+free, $th|$L dt $d lc rgb '#7f7f7f'")
     done
     chart alloc_ops.png \
