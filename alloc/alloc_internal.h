@@ -154,8 +154,10 @@ struct slab {
 	uint8_t on_list;
 	/* The tag of the thread cache that last took slots from it, 0 for
 	 * none: where refills look first (slab_refill()). A hint only,
-	 * written under the class lock, and cleared without it when that
-	 * thread exits: nothing depends on it but where slots come from. */
+	 * written under the class lock; cleared under it when that cache
+	 * takes from another slab of the class (a cache marks one slab per
+	 * class), and without it when the cache's thread exits: nothing
+	 * depends on it but where slots come from. */
 	atomic_uint_fast64_t owner;
 };
 
@@ -201,6 +203,9 @@ struct tcache {
 	uint64_t aid;               /* id of the allocator it serves */
 	uint64_t tag;               /* unique per cache, never 0: the slabs
 				       it takes from (struct slab) */
+	uint32_t own[ALLOC_NCLASSES];/* per class, the one slab marked with
+				       the tag (ALLOC_NIL: none), so that
+				       an exit clears just those */
 	struct tcache *a_next;      /* in a->tcs, under the registry lock */
 	struct tcache *a_prev;
 	struct tcache *t_next;      /* in the owning thread's list */
@@ -353,8 +358,8 @@ void ext_mark(struct alloc *a, uint32_t first, uint32_t npages, uint8_t kind,
 /* slab.c: the shared pool of each class. */
 void slab_init_classes(struct alloc *a);
 unsigned slab_refill(struct alloc *a, unsigned cls, uint64_t tag,
-		     mag_ent *out, unsigned want, unsigned max);
-void slab_disown(struct alloc *a, uint64_t tag);
+		     uint32_t *own, mag_ent *out, unsigned want, unsigned max);
+void slab_disown(struct alloc *a, uint64_t tag, const uint32_t *own);
 void slab_flush(struct alloc *a, unsigned cls, const mag_ent *ents,
 		unsigned n);
 void slab_reclaim_empty(struct alloc *a);

@@ -313,11 +313,12 @@ static bool refill(struct alloc *a, struct tcache *tc, unsigned cls)
 	unsigned want = a->cls[cls].mag_cap / 2, got;
 
 	assert(MAG_N(mag_word(tc, cls)) == 0);
-	got = slab_refill(a, cls, tc->tag, tc->ent[cls], want, tc->cap[cls]);
+	got = slab_refill(a, cls, tc->tag, &tc->own[cls], tc->ent[cls], want,
+			  tc->cap[cls]);
 	if (got == 0) {
 		scavenge(a, tc);
-		got = slab_refill(a, cls, tc->tag, tc->ent[cls], want,
-				  tc->cap[cls]);
+		got = slab_refill(a, cls, tc->tag, &tc->own[cls], tc->ent[cls],
+				  want, tc->cap[cls]);
 	}
 	mag_net(tc, cls, got);
 	mag_set(tc, cls, mag_word(tc, cls) + got);

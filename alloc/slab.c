@@ -93,6 +93,8 @@ static uint32_t slab_carve(struct alloc *a, unsigned cls)
 	id = first / ALLOC_SLAB_MIN_PAGES;
 	a->slabs[id].first = first;
 	a->slabs[id].nfree = c->nslots;
+	/* Nobody's, whoever had the pages before. */
+	atomic_store_explicit(&a->slabs[id].owner, 0, memory_order_relaxed);
 	/* Old runs may have left bytes and tombstones in these windows. */
 	memset((void *)&a->state[first * 64], 0, (size_t)c->npages * 64);
 	memset(&a->freebits[first], 0, c->npages * sizeof(a->freebits[0]));
@@ -194,8 +196,21 @@ static uint32_t slab_pick(struct alloc *a, unsigned cls, uint64_t tag)
 	return id != ALLOC_NIL ? id : c->partial;
 }
 
+/* Clear the mark of the cache tagged `tag` on slab id, if it is still
+ * there: someone may have taken slots since and marked it theirs. */
+static void slab_unmark(struct alloc *a, uint32_t id, uint64_t tag)
+{
+	struct slab *s = &a->slabs[id];
+	uint64_t o = tag;
+
+	/* A load first: most slabs a cache gave up are no longer its. */
+	if (atomic_load_explicit(&s->owner, memory_order_relaxed) == tag)
+		atomic_compare_exchange_strong_explicit(&s->owner, &o, 0,
+			memory_order_relaxed, memory_order_relaxed);
+}
+
 unsigned slab_refill(struct alloc *a, unsigned cls, uint64_t tag,
-		     mag_ent *out, unsigned want, unsigned max)
+		     uint32_t *own, mag_ent *out, unsigned want, unsigned max)
 {
 	struct size_class *c = &a->cls[cls];
 	unsigned got = 0;
@@ -206,6 +221,13 @@ unsigned slab_refill(struct alloc *a, unsigned cls, uint64_t tag,
 		id = slab_pick(a, cls, tag);
 		if (id == ALLOC_NIL)
 			break;
+		/* The cache marks one slab of the class at most: the one it
+		 * takes from now. The one before goes back to nobody. */
+		if (id != *own) {
+			if (*own != ALLOC_NIL)
+				slab_unmark(a, *own, tag);
+			*own = id;
+		}
 		got += slab_take(a, c, id, tag, out + got, want - got,
 				 max - got);
 	}
@@ -216,24 +238,17 @@ unsigned slab_refill(struct alloc *a, unsigned cls, uint64_t tag,
 	return got;
 }
 
-/* The cache tagged `tag` is gone: its slabs are nobody's. Without the
- * class locks: the owner is a hint (slab_pick()), and a tag is never
- * reused, so a compare-and-swap clears exactly that cache's marks. */
-void slab_disown(struct alloc *a, uint64_t tag)
+/* The cache tagged `tag` is gone: the slabs it marked (own[], one per
+ * class at most) are nobody's. Without the class locks: the owner is a
+ * hint (slab_pick()), and a tag is never reused, so a compare-and-swap
+ * clears exactly that cache's marks. */
+void slab_disown(struct alloc *a, uint64_t tag, const uint32_t *own)
 {
-	uint32_t i, n = a->npages / ALLOC_SLAB_MIN_PAGES + 1;
+	unsigned i;
 
-	/* A load first: a locked instruction on each of up to a million
-	 * slabs (64 GiB) would make a thread's exit slow. */
-	for (i = 0; i < n; i++) {
-		uint64_t o = tag;
-
-		if (atomic_load_explicit(&a->slabs[i].owner,
-					 memory_order_relaxed) == tag)
-			atomic_compare_exchange_strong_explicit(
-				&a->slabs[i].owner, &o, 0,
-				memory_order_relaxed, memory_order_relaxed);
-	}
+	for (i = 0; i < ALLOC_NCLASSES; i++)
+		if (own[i] != ALLOC_NIL)
+			slab_unmark(a, own[i], tag);
 }
 
 void slab_flush(struct alloc *a, unsigned cls, const mag_ent *ents,

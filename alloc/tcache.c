@@ -43,7 +43,7 @@ static void tcache_retire(struct tcache *tc)
 	unsigned i;
 
 	tcache_flush_all(a, tc);
-	slab_disown(a, tc->tag);
+	slab_disown(a, tc->tag, tc->own);
 	for (i = 0; i < ALLOC_NCLASSES; i++) {
 		uint64_t l, r;
 
@@ -121,8 +121,10 @@ struct tcache *tcache_slow(struct alloc *a)
 		tc->aid = a->id;
 		tc->tag = ++next_tag;
 		tc->h.a = a;
-		for (i = 0; i < ALLOC_NCLASSES; i++)
+		for (i = 0; i < ALLOC_NCLASSES; i++) {
 			tc->cap[i] = (uint8_t)a->cls[i].mag_cap;
+			tc->own[i] = ALLOC_NIL;
+		}
 		tc->a_next = a->tcs;
 		if (a->tcs)
 			a->tcs->a_prev = tc;

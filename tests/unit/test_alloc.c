@@ -689,6 +689,57 @@ static void refills_prefer_own_slab(void **state)
 }
 
 /* Fill the region, fail, give back, fill again. */
+static unsigned slabs_marked(struct alloc *a, uint64_t tag)
+{
+	uint32_t i, n = a->npages / ALLOC_SLAB_MIN_PAGES + 1;
+	unsigned k = 0;
+
+	for (i = 0; i < n; i++)
+		k += atomic_load(&a->slabs[i].owner) == tag;
+	return k;
+}
+
+struct marker {
+	struct alloc *a;
+	uint64_t tag;
+	unsigned marked;
+};
+
+static void *mark_thread(void *arg)
+{
+	struct marker *m = arg;
+	struct buf_desc d[3000];
+	size_t sz = 64;
+	int i;
+
+	for (i = 0; i < 3000; i++)
+		d[i] = lease1(m->a, sz);
+	m->tag = tcache_hit(m->a)->tag;
+	m->marked = slabs_marked(m->a, m->tag);
+	for (i = 0; i < 3000; i++)
+		assert_int_equal(alloc_release(m->a, &d[i]), 0);
+	return NULL;
+}
+
+/* A thread cache marks at most one slab per class as its own, the one it
+ * takes from now, so its thread's exit clears a mark per class rather
+ * than reading the whole slab table: 3000 slots of 64 B come from three
+ * slabs of 1024, and only the last is marked; after the exit, none. */
+static void a_cache_marks_one_slab_per_class(void **state)
+{
+	struct alloc *a = mk(8 * MiB);
+	struct marker m = { .a = a };
+	pthread_t t;
+
+	(void)state;
+	pthread_create(&t, NULL, mark_thread, &m);
+	pthread_join(t, NULL);
+	assert_int_not_equal(m.tag, 0);
+	assert_int_equal(m.marked, 1);
+	assert_int_equal(slabs_marked(a, m.tag), 0);
+	alloc_destroy(a);
+}
+
 static void exhaustion_and_recovery(void **state)
 {
 	struct alloc *a = mk(MiB);
@@ -1341,6 +1392,7 @@ int main(void)
 		cmocka_unit_test(counts_across_refills_and_flushes),
 		cmocka_unit_test(threads_keep_apart),
 		cmocka_unit_test(refills_prefer_own_slab),
+		cmocka_unit_test(a_cache_marks_one_slab_per_class),
 		cmocka_unit_test(exhaustion_and_recovery),
 		cmocka_unit_test(lease_wait),
 		cmocka_unit_test(pressure_bypasses_caches),
