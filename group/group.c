@@ -380,15 +380,17 @@ const struct group_config *group_get_config(const struct group *g)
 	return &g->cfg;
 }
 
-void group_stats(struct group *g, struct group_stats *st)
+void group_stats_sized(struct group *g, struct group_stats *st, size_t size)
 {
 	bool self = group_lockless(g);
+	struct group_stats all;
 
 	if (!self)
 		group_epoch_rdlock(g);
-	group_stats_in_view(g, st);
+	group_stats_in_view(g, &all);
 	if (!self)
 		group_epoch_rdunlock(g);
+	group_stats_copy_out(st, size, &all);
 }
 
 void group_timing_add(struct group *g, bool sst, uint64_t *t)

@@ -68,6 +68,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include <time.h>
 
 #include <squall/alloc.h>
@@ -844,6 +845,20 @@ int group_failed(struct group *g, struct squall_error *err);
 /* group.c: group_stats() for a caller that may use the view's parts
  * (group_assert_in_view: epoch_lock held, or a group thread). */
 void group_stats_in_view(struct group *g, struct group_stats *st);
+
+/* Copy the library's stats into the caller's struct of size bytes (its
+ * sizeof when it was built): the first size bytes, and zeroes past the
+ * library's own struct when the caller's is longer. */
+static inline void group_stats_copy_out(struct group_stats *dst, size_t size,
+					const struct group_stats *src)
+{
+	if (size <= sizeof(*src)) {
+		memcpy(dst, src, size);
+		return;
+	}
+	memcpy(dst, src, sizeof(*src));
+	memset((char *)dst + sizeof(*src), 0, size - sizeof(*src));
+}
 /* Add the current view's SST (sst) or SMC (!sst) timing counters to t,
  * by enum group_timing; the view's part may be gone (adds nothing). */
 void group_timing_add(struct group *g, bool sst, uint64_t *t);

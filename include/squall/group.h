@@ -400,7 +400,8 @@ uint32_t group_member_id(const struct group *g, uint32_t r);
 /* The configuration in use. */
 const struct group_config *group_get_config(const struct group *g);
 
-/* What the member has done. */
+/* What the member has done. New counters go at the end, never between
+ * others: group_stats_sized() copies a prefix of the struct. */
 struct group_stats {
 	uint64_t sent;             /* ordered messages sent */
 	uint64_t sent_smc;         /* of which on SMC */
@@ -485,7 +486,13 @@ struct group_stats {
 	uint64_t smc_records_written; /* ... and the records (messages and
 					 nulls) they carried */
 };
-void group_stats(struct group *g, struct group_stats *st);
+/* Fill *st with the member's counters. group_stats() passes the caller's
+ * sizeof(struct group_stats): the struct only grows at its end, so a
+ * library newer than the caller's header writes only the
+ * first size bytes (the fields the caller knows), and an older one
+ * zeroes what it does not have. */
+void group_stats_sized(struct group *g, struct group_stats *st, size_t size);
+#define group_stats(g, st) group_stats_sized((g), (st), sizeof(*(st)))
 
 /* A fixed text for a code returned by a group call: e.g. -ENOTCONN "the
  * group stopped (...)", -ESHUTDOWN "the group is closing". */

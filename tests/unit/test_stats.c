@@ -22,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "group/group_int.h"
 #include "group/stats_file.h"
 
 static char dir[64];
@@ -393,10 +394,40 @@ static void test_program(void **state)
 	assert_int_equal(run_stat("-n 2 x", out, sizeof(out)), 2);
 }
 
+/* group_stats() passes the caller's sizeof(struct group_stats): a program
+ * built against a shorter struct (an earlier release) gets its fields and
+ * nothing is written past them; one built against a longer struct (a later
+ * release) gets zeroes where this library has no field. */
+static void test_stats_sized(void **state)
+{
+	struct group_stats src;
+	unsigned char dst[sizeof(struct group_stats) + 64];
+	size_t shorter = offsetof(struct group_stats, smc_writes);
+	size_t i;
+
+	(void)state;
+	for (i = 0; i < sizeof(src); i++)
+		((unsigned char *)&src)[i] = (unsigned char)(i * 7 + 1);
+	memset(dst, 0xee, sizeof(dst));
+	group_stats_copy_out((struct group_stats *)(void *)dst, shorter, &src);
+	assert_memory_equal(dst, &src, shorter);
+	for (i = shorter; i < sizeof(dst); i++)
+		assert_int_equal(dst[i], 0xee);
+	memset(dst, 0xee, sizeof(dst));
+	group_stats_copy_out((struct group_stats *)(void *)dst, sizeof(src) + 32,
+			     &src);
+	assert_memory_equal(dst, &src, sizeof(src));
+	for (i = sizeof(src); i < sizeof(src) + 32; i++)
+		assert_int_equal(dst[i], 0);
+	for (; i < sizeof(dst); i++)
+		assert_int_equal(dst[i], 0xee);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_format_parse),
+		cmocka_unit_test(test_stats_sized),
 		cmocka_unit_test(test_parse_bad),
 		cmocka_unit_test(test_path),
 		cmocka_unit_test(test_write_file),
