@@ -8,7 +8,8 @@
 # installed API headers must appear in the NAME or SYNOPSIS section of some
 # doc/man/*.md; every section.key of group/config.c's key table, "members"
 # and every member field (as members[N].FIELD) must appear in squall.7.md.
-# Needs only sh, awk and grep.
+# Each page's NAME lists exactly the names doc/man/meson.build installs for
+# it (the page and its links). Needs only sh, awk, sed, grep and coreutils.
 set -eu
 src=${1:?usage: check.sh SRCDIR}
 man=$src/doc/man
@@ -86,6 +87,45 @@ if [ "$count" -lt 60 ]; then
 	fail=1
 fi
 
+# Each page's NAME lists the page's own name and the other names
+# doc/man/meson.build installs as links to it, and no others: a name the
+# page gives but no link installs is a manual "man NAME" cannot find.
+# meson.build's entries: 'page.N': ['name', ...], over one or more lines.
+links=$(awk -v q="'" '
+	/^man_pages = \{/ { on = 1; next }
+	on && /^\}/ { on = 0 }
+	on { buf = buf $0 " " }
+	END {
+		n = split(buf, parts, "]")
+		for (i = 1; i <= n; i++) {
+			if (!match(parts[i], q "[^" q "]+[.][0-9]" q))
+				continue
+			out = substr(parts[i], RSTART + 1, RLENGTH - 2)
+			rest = substr(parts[i], RSTART + RLENGTH)
+			while (match(rest, q "[^" q "]+" q)) {
+				out = out " " substr(rest, RSTART + 1, RLENGTH - 2)
+				rest = substr(rest, RSTART + RLENGTH)
+			}
+			print out
+		}
+	}' "$man/meson.build")
+npages=0
+for f in "$man"/*.md; do
+	page=$(basename "$f" .md)
+	npages=$((npages + 1))
+	given=$(awk '/^# NAME/ { on = 1; next } on && NF { print; exit }' "$f" |
+		sed 's/ - .*//; s/, */\n/g' | sort | paste -sd ' ' -)
+	listed=$(printf '%s\n' "$links" | awk -v p="$page" '$1 == p' |
+		tr ' ' '\n' | sed '1s/[.][0-9]$//' | sort | paste -sd ' ' -)
+	if [ -z "$listed" ]; then
+		echo "check.sh: $page is not in doc/man/meson.build's man_pages" >&2
+		fail=1
+	elif [ "$given" != "$listed" ]; then
+		echo "check.sh: $page NAME gives \"$given\", doc/man/meson.build installs \"$listed\"" >&2
+		fail=1
+	fi
+done
+
 # The settings: rows of the key table, e.g.
 #   [K_REGION] = { "group", "region_size", KIND_SIZE, ...
 cfg=$src/group/config.c
@@ -118,5 +158,5 @@ if [ "$nset" -lt 10 ] || [ "$nfield" -lt 4 ]; then
 	fail=1
 fi
 
-[ "$fail" -eq 0 ] && echo "check.sh: $count public functions, $nset settings and $nfield member fields documented"
+[ "$fail" -eq 0 ] && echo "check.sh: $count public functions, $nset settings and $nfield member fields documented, $npages pages' names installed"
 exit "$fail"
