@@ -211,10 +211,10 @@ int alloc_release(struct alloc *a, const struct buf_desc *d);
  * alloc_release() do, with the same checks, but the descriptor travels in
  * registers rather than through memory, as malloc()'s size and pointer
  * do, which takes instructions off every call. alloc_lease_one()
- * returns { ptr, len }, or { NULL, 0 } with errno EINVAL (len 0, a NULL)
- * or ENOMEM (not enough space; counted in the statistics).
- * alloc_release_one() returns what alloc_release() would. Either call may
- * give back a buffer the other form leased. */
+ * returns { ptr, len }, or { NULL, 0 } with errno EINVAL (len 0, a NULL
+ * allocator) or ENOMEM (not enough space; counted in the statistics).
+ * alloc_release_one() returns what alloc_release() would. A buffer leased
+ * by either form may be released by either. */
 struct buf_desc alloc_lease_one(struct alloc *a, size_t len);
 int alloc_release_one(struct alloc *a, struct buf_desc d);
 
