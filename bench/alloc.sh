@@ -62,7 +62,7 @@ csv_dir alloc
 
 median() { sort -n | awk '{v[NR]=$1} END {print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
 
-fixed=""  # "size threads squall_ns jemalloc_ns" of each fixed-size row
+fixed=""  # "size threads squall_ns jemalloc_ns squall_one_ns" of each fixed-size row
 configs="64:64 256:256 1024:1024 4096:4096 16384:16384 65536:65536 64:4096 64:65536"
 printf '%-12s %3s | %10s %7s %10s %11s | %9s %9s %9s | %9s %11s %7s\n' \
     sizes thr squall_ns one_ns malloc_ns jemalloc_ns sq_Mops mal_Mops je_Mops vs_malloc vs_jemalloc one_vs_je
@@ -123,14 +123,16 @@ echo "vs_*: reference ns / squall ns (above 1: squall is faster); 64 live buffer
 echo "squall: alloc_lease (n = 1) + alloc_release, the descriptor through memory;"
 echo "one: alloc_lease_one + alloc_release_one, the descriptor in registers as malloc's"
 echo "size and pointer; one_vs_je: jemalloc ns / one ns; medians of $repeat runs per row"
-# min_ratio_*: the lowest ratio over the fixed-size rows of both thread
-# counts, for each form.
-read -r min_ratio min_size min_thr < <(printf '%s' "$fixed" | awk '
-    { r = $4 / $3; if (NR == 1 || r < m) { m = r; s = $1; t = $2 } }
-    END { printf "%.3f %s %s\n", m, s, t }')
-read -r min_one min_one_size min_one_thr < <(printf '%s' "$fixed" | awk '
-    { r = $4 / $5; if (NR == 1 || r < m) { m = r; s = $1; t = $2 } }
-    END { printf "%.3f %s %s\n", m, s, t }')
+# lowest COL -> "ratio size threads": the lowest jemalloc_ns / (column COL
+# of $fixed: 3 squall, 5 squall_one) over the fixed-size rows of both
+# thread counts.
+lowest() {
+    printf '%s' "$fixed" | awk -v col="$1" '
+        { r = $4 / $col; if (NR == 1 || r < m) { m = r; s = $1; t = $2 } }
+        END { printf "%.3f %s %s\n", m, s, t }'
+}
+read -r min_ratio min_size min_thr < <(lowest 3)
+read -r min_one min_one_size min_one_thr < <(lowest 5)
 awk -v a="$head_sq" -v b="$head_mal" -v c="$head_je" -v m="$min_ratio" \
     -v ms="$min_size" -v mt="$min_thr" -v r="$repeat" -v o="$head_one" \
     -v mo="$min_one" -v mos="$min_one_size" -v mot="$min_one_thr" 'BEGIN {
