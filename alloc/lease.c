@@ -44,10 +44,13 @@ struct where {
 static inline int resolve(const struct alloc *a, const void *ptr,
 			  struct where *w)
 {
-	uintptr_t off = (uintptr_t)ptr - (uintptr_t)a->h.base;
+	uintptr_t off;
 	const struct page *pg;
 	uint32_t p, q;
 
+	if (unlikely(!a))
+		return -EINVAL;
+	off = (uintptr_t)ptr - (uintptr_t)a->h.base;
 	if (unlikely(off >= a->h.len))
 		return -EINVAL;
 	p = (uint32_t)(off >> ALLOC_PAGE_SHIFT);
@@ -634,6 +637,8 @@ int alloc_release(struct alloc *a, const struct buf_desc *d)
 	void *ptr = d->ptr;
 	size_t len = d->len;
 
+	if (unlikely(!a))
+		return -EINVAL;
 	if (likely(release_hit(a, ptr, len)))
 		return 0;
 	return release_slow(a, ptr, len);
@@ -641,6 +646,8 @@ int alloc_release(struct alloc *a, const struct buf_desc *d)
 
 int alloc_release_one(struct alloc *a, struct buf_desc d)
 {
+	if (unlikely(!a))
+		return -EINVAL;
 	if (likely(release_hit(a, d.ptr, d.len)))
 		return 0;
 	return release_slow(a, d.ptr, d.len);
@@ -744,7 +751,7 @@ int alloc_reserve(struct alloc *a, size_t size, size_t align,
 {
 	uint32_t first;
 
-	if (size == 0 || align == 0 || (align & (align - 1)) ||
+	if (!a || size == 0 || align == 0 || (align & (align - 1)) ||
 	    align > ((size_t)1 << 30) || !out)
 		return -EINVAL;
 	if (align < ALLOC_PAGE_SIZE)

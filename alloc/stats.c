@@ -22,7 +22,7 @@ size_t alloc_class_size(unsigned i)
 
 int alloc_stats(struct alloc *a, unsigned i, struct alloc_class_stats *st)
 {
-	if (i > ALLOC_NCLASSES || !st)
+	if (!a || i > ALLOC_NCLASSES || !st)
 		return -EINVAL;
 	memset(st, 0, sizeof(*st));
 	if (i == ALLOC_LARGE) {

@@ -27,7 +27,8 @@
  * Misuse never corrupts the allocator: releasing a buffer twice returns
  * -EALREADY, releasing (or submitting again) a submitted buffer returns
  * -EBUSY, and a pointer that is not the start of a lease, or lies outside the
- * region, returns -EINVAL. Reserved areas return -EPERM to every state call.
+ * region, returns -EINVAL, as every call that returns an error code does
+ * for a NULL allocator. Reserved areas return -EPERM to every state call.
  * The checks are O(1): a state byte per slot in a side table.
  *
  * Thread safety: every call except alloc_create/alloc_destroy may be made by
@@ -177,7 +178,7 @@ static inline int alloc_desc_resolve(const struct alloc *a,
  * is aligned to 16 bytes (to the page when larger than
  * ALLOC_MAX_CLASS_SIZE). Fills out[0..n-1] with len = sizes[i]. All or none:
  * on failure nothing is leased and out is left undefined. Returns 0,
- * -EINVAL (n == 0, a NULL array, a size of 0) or -ENOMEM (not enough space;
+ * -EINVAL (a NULL allocator, n == 0, a NULL array, a size of 0) or -ENOMEM (not enough space;
  * the failure is counted in the statistics). */
 int alloc_lease(struct alloc *a, size_t n, const size_t *sizes,
 		struct buf_desc *out);
@@ -204,7 +205,8 @@ int alloc_lease_wait(struct alloc *a, size_t n, const size_t *sizes,
 /* Give a leased or delivered buffer back. d->ptr must be the start of the
  * lease and d->len at most its size. Returns 0, -EALREADY (already free),
  * -EBUSY (submitted: the transport still owns it), -EPERM (a reservation)
- * or -EINVAL (not the start of a lease, outside the region, len too long). */
+ * or -EINVAL (a NULL allocator, not the start of a lease, outside the
+ * region, len too long). */
 int alloc_release(struct alloc *a, const struct buf_desc *d);
 
 /* One buffer, the descriptor by value: what alloc_lease() with n = 1 and

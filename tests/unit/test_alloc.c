@@ -410,6 +410,38 @@ static void one_buffer_calls(void **state)
 	alloc_destroy(a);
 }
 
+/* A NULL allocator is bad input like any other: every call that returns an
+ * error says EINVAL (alloc_obj_new() NULL), and the buffer another
+ * allocator leased stays leased. */
+static void null_allocator(void **state)
+{
+	struct alloc *a = mk(MiB);
+	struct buf_desc d = alloc_lease_one(a, 100), r;
+	struct alloc_class_stats st;
+	size_t sz = 100;
+
+	(void)state;
+	assert_non_null(d.ptr);
+	assert_int_equal(alloc_lease(NULL, 1, &sz, &r), -EINVAL);
+	assert_int_equal(alloc_lease_wait(NULL, 1, &sz, &r, 10), -EINVAL);
+	assert_int_equal(alloc_release(NULL, &d), -EINVAL);
+	assert_int_equal(alloc_release_one(NULL, d), -EINVAL);
+	assert_int_equal(alloc_release_n(NULL, 1, &d), -EINVAL);
+	assert_int_equal(alloc_submit(NULL, &d), -EINVAL);
+	assert_int_equal(alloc_unsubmit(NULL, &d), -EINVAL);
+	assert_int_equal(alloc_complete(NULL, &d), -EINVAL);
+	assert_int_equal(alloc_deliver(NULL, &d), -EINVAL);
+	assert_int_equal(alloc_state(NULL, d.ptr), -EINVAL);
+	assert_int_equal(alloc_reserve(NULL, 4096, 4096, &r), -EINVAL);
+	assert_null(alloc_obj_new(NULL, 64));
+	assert_int_equal(alloc_obj_delete(NULL, d.ptr), -EINVAL);
+	assert_int_equal(alloc_stats(NULL, 0, &st), -EINVAL);
+	assert_int_equal(alloc_state(a, d.ptr), ALLOC_LEASED);
+	assert_int_equal(alloc_release_one(a, d), 0);
+	assert_int_equal(in_use(a), 0);
+	alloc_destroy(a);
+}
+
 /* A release checks a pointer against its 64-byte window's state byte:
  * every offset inside a slot, in the slot's own window or in the window of
  * the next slot, and windows where no slot starts, are refused, in every
@@ -1387,6 +1419,7 @@ int main(void)
 		cmocka_unit_test(all_or_nothing),
 		cmocka_unit_test(misuse),
 		cmocka_unit_test(one_buffer_calls),
+		cmocka_unit_test(null_allocator),
 		cmocka_unit_test(misuse_inside_windows),
 		cmocka_unit_test(misuse_empty_window_and_stale_slab),
 		cmocka_unit_test(counts_across_refills_and_flushes),
