@@ -480,8 +480,10 @@ static inline __attribute__((always_inline)) bool lease_hit(struct alloc *a,
 	return false;
 }
 
-int alloc_lease(struct alloc *a, size_t n, const size_t *sizes,
-		struct buf_desc *out)
+/* (Parenthesised: alloc.h's macro of the same name leads to the inline
+ * path.) */
+int (alloc_lease)(struct alloc *a, size_t n, const size_t *sizes,
+		  struct buf_desc *out)
 {
 	void *p;
 
@@ -632,7 +634,7 @@ static inline __attribute__((always_inline)) bool release_hit(struct alloc *a,
 	return false;
 }
 
-int alloc_release(struct alloc *a, const struct buf_desc *d)
+int (alloc_release)(struct alloc *a, const struct buf_desc *d)
 {
 	void *ptr = d->ptr;
 	size_t len = d->len;

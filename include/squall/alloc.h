@@ -48,6 +48,7 @@
 #ifndef SQUALL_ALLOC_H
 #define SQUALL_ALLOC_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -219,6 +220,37 @@ int alloc_release(struct alloc *a, const struct buf_desc *d);
  * by either form may be released by either. */
 struct buf_desc alloc_lease_one(struct alloc *a, size_t len);
 int alloc_release_one(struct alloc *a, struct buf_desc d);
+
+/* The descriptor calls take the by-value path where they can, in the
+ * caller: alloc_lease() with n a constant 1 and the arrays not NULL
+ * becomes alloc_lease_one() (its errno stays set on a failure), and
+ * alloc_release() passes *d by value to alloc_release_one(). The results
+ * are the same; a descriptor the caller keeps in a local then never goes
+ * through memory. Write (alloc_lease)(...) or take the function's address
+ * for the exported call as it is. */
+static inline __attribute__((always_inline)) int
+alloc_lease_inline(struct alloc *a, size_t n, const size_t *sizes,
+		   struct buf_desc *out)
+{
+	if (__builtin_constant_p(n) && n == 1 && sizes && out) {
+		struct buf_desc d = alloc_lease_one(a, sizes[0]);
+
+		*out = d;
+		/* errno is EINVAL or ENOMEM then; a failure is never 0. */
+		return d.ptr ? 0 : errno > 0 ? -errno : -ENOMEM;
+	}
+	return (alloc_lease)(a, n, sizes, out);
+}
+
+static inline __attribute__((always_inline)) int
+alloc_release_inline(struct alloc *a, const struct buf_desc *d)
+{
+	return alloc_release_one(a, *d);
+}
+
+/* Variadic, so that an argument may hold commas: a compound literal. */
+#define alloc_lease(...) alloc_lease_inline(__VA_ARGS__)
+#define alloc_release(...) alloc_release_inline(__VA_ARGS__)
 
 /* alloc_release() for each of n descriptors. Every descriptor is tried;
  * returns 0 or the first error met (descriptors that failed are untouched). */

@@ -410,6 +410,62 @@ static void one_buffer_calls(void **state)
 	alloc_destroy(a);
 }
 
+/* alloc.h sends alloc_lease() with a constant 1 and alloc_release() to the
+ * by-value calls; the exported functions, reached with the names in
+ * parentheses, give the same results. */
+static void descriptor_calls_inline_and_exported(void **state)
+{
+	struct alloc *a = mk(MiB);
+	struct buf_desc d, e, many[300];
+	struct alloc_class_stats st;
+	size_t sz = 4000, zero = 0;
+	volatile size_t one = 1;
+	int n = 0, m = 0, local;
+
+	(void)state;
+	/* Each leases what the other releases. */
+	assert_int_equal(alloc_lease(a, 1, &sz, &d), 0);
+	assert_int_equal(d.len, sz);
+	assert_int_equal(alloc_state(a, d.ptr), ALLOC_LEASED);
+	assert_int_equal((alloc_release)(a, &d), 0);
+	assert_int_equal((alloc_release)(a, &d), -EALREADY);
+	assert_int_equal(alloc_release(a, &d), -EALREADY);
+	assert_int_equal((alloc_lease)(a, 1, &sz, &e), 0);
+	assert_int_equal(alloc_release(a, &e), 0);
+	/* n not known to the compiler: the exported call. */
+	assert_int_equal(alloc_lease(a, one, &sz, &d), 0);
+	assert_int_equal(alloc_release(a, &d), 0);
+	/* The same refusals. */
+	assert_int_equal(alloc_lease(a, 1, &zero, &d), -EINVAL);
+	assert_int_equal((alloc_lease)(a, 1, &zero, &d), -EINVAL);
+	assert_int_equal(alloc_lease(NULL, 1, &sz, &d), -EINVAL);
+	assert_int_equal((alloc_lease)(NULL, 1, &sz, &d), -EINVAL);
+	assert_int_equal(alloc_lease(a, 1, NULL, &d), -EINVAL);
+	assert_int_equal(alloc_lease(a, 1, &sz, NULL), -EINVAL);
+	d = alloc_lease_one(a, 100);
+	e = (struct buf_desc){ (char *)d.ptr + 16, 1 };
+	assert_int_equal(alloc_release(a, &e), -EINVAL);
+	assert_int_equal((alloc_release)(a, &e), -EINVAL);
+	e = (struct buf_desc){ &local, 4 };
+	assert_int_equal(alloc_release(a, &e), -EINVAL);
+	assert_int_equal((alloc_release)(a, &e), -EINVAL);
+	assert_int_equal(alloc_submit(a, &d), 0);
+	assert_int_equal(alloc_release(a, &d), -EBUSY);
+	assert_int_equal((alloc_release)(a, &d), -EBUSY);
+	assert_int_equal(alloc_complete(a, &d), 0);
+	/* No room: -ENOMEM from both, each counted once. */
+	while (n < 300 && !alloc_lease(a, 1, &sz, &many[n]))
+		n++;
+	assert_true(n > 100 && n < 300);
+	assert_int_equal((alloc_lease)(a, 1, &sz, &d), -ENOMEM);
+	assert_int_equal(alloc_stats(a, size_to_class(sz), &st), 0);
+	assert_int_equal(st.failures, 2);
+	for (m = 0; m < n; m++)
+		assert_int_equal(alloc_release(a, &many[m]), 0);
+	assert_int_equal(in_use(a), 0);
+	alloc_destroy(a);
+}
+
 /* A NULL allocator is bad input like any other: every call that returns an
  * error says EINVAL (alloc_obj_new() NULL), and the buffer another
  * allocator leased stays leased. */
@@ -1420,6 +1476,7 @@ int main(void)
 		cmocka_unit_test(misuse),
 		cmocka_unit_test(one_buffer_calls),
 		cmocka_unit_test(null_allocator),
+		cmocka_unit_test(descriptor_calls_inline_and_exported),
 		cmocka_unit_test(misuse_inside_windows),
 		cmocka_unit_test(misuse_empty_window_and_stale_slab),
 		cmocka_unit_test(counts_across_refills_and_flushes),
