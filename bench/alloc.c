@@ -22,9 +22,10 @@
  * links libjemalloc.so), so every call of either goes through the PLT.
  *
  * squall runs in two forms: `squall`, alloc_release() and alloc_lease()
- * with n = 1, the descriptor passed through memory; `squall_one`,
- * alloc_release_one() and alloc_lease_one(), the descriptor by value in
- * registers, as malloc's size and pointer travel.
+ * with n = 1 as an application writes them (alloc.h takes both to the
+ * by-value calls, so the descriptor stays in registers); `squall_one`,
+ * alloc_release_one() and alloc_lease_one() called directly, the
+ * descriptor by value, as malloc's size and pointer travel.
  *
  * usage: alloc IMPL THREADS LO HI [ITERS [ROUNDS]]
  *   IMPL: squall | squall_one | malloc (in `alloc`), jemalloc (in

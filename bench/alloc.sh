@@ -5,9 +5,9 @@
 # Every configuration (1 and 2 threads; fixed sizes 64 B .. 64 KiB and two
 # mixes) runs four implementations one after the other, each in its own
 # process: squall in two forms (`squall`: alloc_lease() of one buffer and
-# alloc_release(), the descriptor through memory; `squall_one`:
-# alloc_lease_one() and alloc_release_one(), the descriptor in registers
-# as malloc's size and pointer are) and glibc, all in build/bench/alloc,
+# alloc_release(), which alloc.h takes to the by-value calls; `squall_one`:
+# alloc_lease_one() and alloc_release_one() called directly, the
+# descriptor in registers as malloc's size and pointer are) and glibc, all in build/bench/alloc,
 # which links libsquall.so and not jemalloc; jemalloc in
 # build/bench/alloc_jemalloc, which links libjemalloc.so; one-thread runs
 # of all on the same CPU (below). Each process prints the median over
@@ -120,9 +120,9 @@ done
 echo
 echo "ns: median ns per lease+release (thread CPU time); Mops: million lease+release per second, all threads"
 echo "vs_*: reference ns / squall ns (above 1: squall is faster); 64 live buffers per thread;"
-echo "squall: alloc_lease (n = 1) + alloc_release, the descriptor through memory;"
-echo "one: alloc_lease_one + alloc_release_one, the descriptor in registers as malloc's"
-echo "size and pointer; one_vs_je: jemalloc ns / one ns; medians of $repeat runs per row"
+echo "squall: alloc_lease (n = 1) + alloc_release, which alloc.h takes to the by-value calls;"
+echo "one: alloc_lease_one + alloc_release_one called directly, the descriptor in registers"
+echo "as malloc's size and pointer; one_vs_je: jemalloc ns / one ns; medians of $repeat runs per row"
 # lowest COL -> "ratio size threads": the lowest jemalloc_ns / (column COL
 # of $fixed: 3 squall, 5 squall_one) over the fixed-size rows of both
 # thread counts.
