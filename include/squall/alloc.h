@@ -227,7 +227,9 @@ int alloc_release_one(struct alloc *a, struct buf_desc d);
  * alloc_release() passes *d by value to alloc_release_one(). The results
  * are the same; a descriptor the caller keeps in a local then never goes
  * through memory. Write (alloc_lease)(...) or take the function's address
- * for the exported call as it is. */
+ * for the exported call as it is, or #undef the macros to have it
+ * everywhere (they expand any alloc_lease( and alloc_release( that follows
+ * the header, a struct member's name too). */
 static inline __attribute__((always_inline)) int
 alloc_lease_inline(struct alloc *a, size_t n, const size_t *sizes,
 		   struct buf_desc *out)
