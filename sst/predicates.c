@@ -385,7 +385,7 @@ enum sst_idle_action sst_idle_after_pass(struct sst_idle *s, bool work,
 	return s->state;
 }
 
-bool sst_idle_times_yields(const struct sst_idle *s)
+bool sst_idle_measures_cpu(const struct sst_idle *s)
 {
 	return s->policy == SST_IDLE_POLICY_ADAPTIVE;
 }
@@ -403,7 +403,7 @@ static void set_crowded(struct sst_idle *s)
 
 void sst_idle_yielded(struct sst_idle *s, uint64_t took_ns)
 {
-	if (!sst_idle_times_yields(s))
+	if (!sst_idle_measures_cpu(s))
 		return;
 	s->yields++;
 	if (took_ns >= SST_IDLE_YIELD_SLOW_NS)
@@ -417,7 +417,7 @@ void sst_idle_yielded(struct sst_idle *s, uint64_t took_ns)
 
 void sst_idle_cpu_share(struct sst_idle *s, uint64_t want_ns, uint64_t cpu_ns)
 {
-	if (!sst_idle_times_yields(s))
+	if (!sst_idle_measures_cpu(s))
 		return;
 	if (want_ns < SST_IDLE_SHARE_MIN_NS ||
 	    cpu_ns * 100u >= want_ns * SST_IDLE_SHARE_HIGH_PCT)

@@ -171,7 +171,7 @@ void sst_idle_woken(struct sst_idle *s);
 /* Whether the caller should time its idle yields for sst_idle_yielded
  * and measure its share of the CPU for sst_idle_cpu_share (ADAPTIVE only:
  * the other policies use neither). */
-bool sst_idle_times_yields(const struct sst_idle *s);
+bool sst_idle_measures_cpu(const struct sst_idle *s);
 
 /* The caller gave the CPU away on an idle spin pass (SST_IDLE_SPIN after
  * a pass without work) and got it back took_ns later. */

@@ -518,7 +518,7 @@ void *sst_progress_main(void *arg)
 		      (uint64_t)t->opt.spin_max_us * 1000, MIN_IDLE_POLLS,
 		      CLOCK_EVERY_IDLE, sst_now_ns());
 	sst_idle_set_policy(&idle, t->opt.idle);
-	measures = sst_idle_times_yields(&idle);
+	measures = sst_idle_measures_cpu(&idle);
 	if (measures)
 		share = (struct cpu_share){ .t0 = sst_now_ns(),
 					    .cpu0 = thread_cpu_ns() };

@@ -477,7 +477,7 @@ static void test_idle_crowded_cpu(void **state)
 
 	assert_true(cap < 4000);
 	sst_idle_init(&s, 100, 5000, 1, 1, 0);
-	assert_true(sst_idle_times_yields(&s));
+	assert_true(sst_idle_measures_cpu(&s));
 	t = wake_with_work(&s, 1, 2000);
 	assert_int_equal(s.spin_ns, 4000);
 	/* fewer than a quarter slow: not crowded, the window stays */
@@ -510,11 +510,11 @@ static void test_idle_crowded_cpu(void **state)
 	/* spin and block do not time yields */
 	sst_idle_init(&s, 100, 5000, 1, 1, 0);
 	sst_idle_set_policy(&s, SST_IDLE_POLICY_SPIN);
-	assert_false(sst_idle_times_yields(&s));
+	assert_false(sst_idle_measures_cpu(&s));
 	yields(&s, SST_IDLE_YIELD_SAMPLE);
 	assert_false(s.crowded);
 	sst_idle_set_policy(&s, SST_IDLE_POLICY_BLOCK);
-	assert_false(sst_idle_times_yields(&s));
+	assert_false(sst_idle_measures_cpu(&s));
 	yields(&s, SST_IDLE_YIELD_SAMPLE);
 	assert_false(s.crowded);
 }
