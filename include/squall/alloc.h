@@ -179,8 +179,8 @@ static inline int alloc_desc_resolve(const struct alloc *a,
  * is aligned to 16 bytes (to the page when larger than
  * ALLOC_MAX_CLASS_SIZE). Fills out[0..n-1] with len = sizes[i]. All or none:
  * on failure nothing is leased and out is left undefined. Returns 0,
- * -EINVAL (a NULL allocator, n == 0, a NULL array, a size of 0) or -ENOMEM (not enough space;
- * the failure is counted in the statistics). */
+ * -EINVAL (a NULL allocator, n == 0, a NULL array, a size of 0) or
+ * -ENOMEM (not enough space; the failure is counted in the statistics). */
 int alloc_lease(struct alloc *a, size_t n, const size_t *sizes,
 		struct buf_desc *out);
 
