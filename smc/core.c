@@ -732,22 +732,38 @@ int smc_core_deliver_trim(struct smc_core *c, const uint64_t *trim)
 
 void smc_core_take_own(struct smc_core *c, smc_take_fn fn, void *arg)
 {
-	struct smc_order_queue *q;
+	struct smc_order_queue *q = &c->order.q[c->p.me];
 
-	pthread_mutex_lock(&c->lock);
-	q = &c->order.q[c->p.me];
-	for (uint64_t i = q->head; i < q->tail; i++) {
-		const struct smc_order_rec *r = &q->e[i % c->order.cap];
-		struct smc_tx_slot *s = smc_ring_tx_slot(&c->tx, r->rec);
+	/* One message at a time, fn called without the lock: what it calls
+	 * (an upcall of the application's) may call the core. */
+	for (;;) {
+		const struct smc_order_rec *r;
+		struct smc_tx_slot *s;
+		const void *payload;
+		void *cookie;
+		uint32_t len;
+		uint64_t round;
+		uint8_t kind;
 
-		if (r->flags & SMC_REC_NULL)
-			continue;
-		fn(arg, s->payload, s->len, s->cookie,
-		   (uint8_t)(r->flags >> SMC_REC_KIND_SHIFT), r->round);
+		pthread_mutex_lock(&c->lock);
+		while (q->head < q->tail &&
+		       q->e[q->head % c->order.cap].flags & SMC_REC_NULL)
+			q->head++;
+		if (q->head == q->tail) {
+			pthread_mutex_unlock(&c->lock);
+			return;
+		}
+		r = &q->e[q->head++ % c->order.cap];
+		s = smc_ring_tx_slot(&c->tx, r->rec);
+		payload = s->payload;
+		len = s->len;
+		cookie = s->cookie;
+		round = r->round;
+		kind = (uint8_t)(r->flags >> SMC_REC_KIND_SHIFT);
 		s->cookie = NULL;
+		pthread_mutex_unlock(&c->lock);
+		fn(arg, payload, len, cookie, kind, round);
 	}
-	q->head = q->tail;
-	pthread_mutex_unlock(&c->lock);
 }
 
 void smc_core_take_payload(struct smc_core *c, const struct smc_msg *m)

@@ -211,7 +211,8 @@ typedef void (*smc_take_fn)(void *arg, const void *payload, uint32_t len,
 
 /* Hand fn this member's own messages not delivered (after
  * smc_core_deliver_trim: those past the trim), in send order; the core
- * forgets their payloads (payload_done will not be called for them). */
+ * forgets their payloads (payload_done will not be called for them). fn
+ * runs without the core's lock (it may call the core: release, stats). */
 void smc_core_take_own(struct smc_core *c, smc_take_fn fn, void *arg);
 
 /* The payload of own message m (delivered, kept in the group's queue)

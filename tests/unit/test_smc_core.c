@@ -816,6 +816,75 @@ static void test_single_member(void **state)
 	sim_fini(&sim);
 }
 
+/* smc_core_take_own() hands the member's own messages over without the
+ * core's lock held, so that what it hands them to may call the core: the
+ * group's send_failed upcall (run from it when a member stops) may release
+ * a delivery it kept or read the statistics. Each call here has another
+ * thread read the core's statistics and waits up to 2 s for it. */
+struct take_ctx {
+	struct smc_core *c;
+	struct member *m;
+	unsigned calls, blocked;
+	uint64_t rounds[8];
+	pthread_t th[8];
+};
+
+static void *stats_reader(void *arg)
+{
+	struct smc_stats st;
+
+	smc_core_stats(arg, &st);
+	return NULL;
+}
+
+static void take_reads_stats(void *arg, const void *payload, uint32_t len,
+			     void *cookie, uint8_t kind, uint64_t round)
+{
+	struct take_ctx *t = arg;
+	struct timespec ts;
+
+	(void)payload;
+	(void)len;
+	(void)kind;
+	assert_true(t->calls < 8);
+	t->rounds[t->calls] = round;
+	assert_int_equal(pthread_create(&t->th[t->calls], NULL, stats_reader,
+					t->c), 0);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += 2;
+	if (pthread_timedjoin_np(t->th[t->calls], NULL, &ts))
+		t->blocked++;
+	else
+		t->th[t->calls] = 0;
+	/* The payload is the caller's now (payload_done will not come). */
+	free(cookie);
+	t->m->leases_out--;
+	t->calls++;
+}
+
+static void test_take_own_unlocked(void **state)
+{
+	struct sim sim;
+	struct take_ctx t = { 0 };
+
+	(void)state;
+	sim_init(&sim, 2, 8, 64, 16, 2);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(sim_try_send(&sim, 0), 0);
+	smc_core_wedge(sim.m[0].c);
+	t.c = sim.m[0].c;
+	t.m = &sim.m[0];
+	smc_core_take_own(sim.m[0].c, take_reads_stats, &t);
+	for (unsigned i = 0; i < t.calls; i++)
+		if (t.th[i])
+			pthread_join(t.th[i], NULL);
+	assert_int_equal(t.calls, 3);
+	assert_int_equal(t.blocked, 0);
+	/* In send order. */
+	assert_true(t.rounds[0] < t.rounds[1] && t.rounds[1] < t.rounds[2]);
+	sim_fini(&sim);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -828,6 +897,7 @@ int main(void)
 	    cmocka_unit_test(test_copy_path),
 	    cmocka_unit_test(test_commit_refused),
 	    cmocka_unit_test(test_single_member),
+	    cmocka_unit_test(test_take_own_unlocked),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
