@@ -346,7 +346,8 @@ static int p2p_send(struct group *g, uint32_t member, const struct buf_desc *d,
 	if (!d || !d->ptr || !alloc_owns(g->a, d->ptr, d->len))
 		return squall_error_set(err, -EINVAL, "member %u: the buffer is "
 			"not inside this member's region", g->my_id);
-	if ((r = p2p_check(g, member, &rank, err)) ||
+	if ((r = group_lease_ready(g, d, err)) ||
+	    (r = p2p_check(g, member, &rank, err)) ||
 	    (r = p2p_slot(g, member, rank, err)))
 		return r;
 	if (d->len <= group_p2p_max(g))

@@ -213,6 +213,23 @@ static int announce(struct group *g, uint64_t msg_id, const struct buf_desc *d,
 	return r;
 }
 
+int group_lease_ready(struct group *g, const struct buf_desc *d,
+		      struct squall_error *err)
+{
+	int state = alloc_state(g->a, d->ptr);
+
+	if (state == ALLOC_LEASED)
+		return 0;
+	return squall_error_set(err, -EINVAL, "member %u: the buffer at %p is "
+		"not a lease ready to send (%s)", g->my_id, d->ptr,
+		state == ALLOC_SUBMITTED ? "it was sent already" :
+		state == ALLOC_FREE ? "it is free" :
+		state == ALLOC_DELIVERED ? "it is a delivery: send its bytes "
+		"with group_send_mem() or group_p2p_send_mem()" :
+		"not the start of a lease");
+}
+
+/* d: a lease group_lease_ready() accepted, or memory sent in place. */
 static int send_large(struct group *g, const struct buf_desc *d,
 		      int timeout_ms, struct squall_error *err)
 {
@@ -220,13 +237,8 @@ static int send_large(struct group *g, const struct buf_desc *d,
 	bool in_place = group_in_place(g, d);
 	struct group_own *o;
 	struct buf_desc od;
-	int r, state = in_place ? ALLOC_LEASED : alloc_state(g->a, d->ptr);
+	int r;
 
-	if (state != ALLOC_LEASED)
-		return squall_error_set(err, -EINVAL, "member %u: the buffer at "
-			"%p is not a lease ready to send (%s)", g->my_id, d->ptr,
-			state == ALLOC_SUBMITTED ? "it was sent already" :
-			state == ALLOC_FREE ? "it is free" : "not a lease");
 	o = calloc(1, sizeof(*o));
 	if (!o)
 		return squall_error_set(err, -ENOMEM, "out of memory");
@@ -345,6 +357,8 @@ int group_ordered_send_timeout(struct group *g, const struct buf_desc *d,
 			"%p + %zu is not inside this member's region (lease it "
 			"from group_get_allocator(), or use group_send_copy())",
 			g->my_id, d ? d->ptr : NULL, d ? d->len : 0);
+	if ((r = group_lease_ready(g, d, err)))
+		return r;
 	if (d->len > g->cfg.smc_max_payload)
 		r = send_large(g, d, timeout_ms, err);
 	else if (!(r = smc_send(g, d->ptr, (uint32_t)d->len, timeout_ms,

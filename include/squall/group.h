@@ -226,7 +226,8 @@ struct alloc *group_get_allocator(struct group *g);
  * sender's window is full, and through a view change (a message already
  * sent that misses the ending view's trim is sent again in the next view
  * by the group). Returns 0, or: -EINVAL (d is not a lease of this group's
- * allocator ready to send: outside the region, already sent, released),
+ * allocator ready to send: outside the region, already sent, released, or
+ * a delivery, whose bytes group_send_mem() sends),
  * -ENOMEM (no room to announce a large message), -ENOTCONN (the group
  * stopped: see group_status()), -ESHUTDOWN (the group is closing); err
  * says which. */
@@ -320,7 +321,8 @@ size_t group_p2p_max(const struct group *g);
  * close; the receiver may have delivered it just before). A send from
  * that upcall may be refused when it comes at a view's end. Returns 0,
  * -ENOENT (no such member, or this member), -EINVAL (not a lease ready
- * to send), -ENOTCONN, -ENOMEM (no room for the message's header), an
+ * to send: a delivery is not, group_p2p_send_mem() sends its bytes),
+ * -ENOTCONN, -ENOMEM (no room for the message's header), an
  * error registering the lease for the use-once region, or -EAGAIN: 64
  * point-to-point messages to that member are still in flight (large
  * ones until answered), or its send queue is full (send it again later).

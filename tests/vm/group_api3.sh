@@ -3,7 +3,9 @@
 #  - group_close loses nothing: every member sends 300 messages and closes
 #    at once; close returns only when every member delivered all 900;
 #  - a deliver upcall may hand its delivery to another thread, which
-#    releases it before the upcall returns true;
+#    releases it before the upcall returns true; that thread's sends of a
+#    large delivery itself (group_p2p_send, group_ordered_send) are
+#    refused with -EINVAL: a delivery is no lease to send;
 #  - a member killed with kill -9 while all stream: the other two (a
 #    majority of 3) are told through the failure upcall, naming it, go on
 #    in a view without it and deliver every message of each other's, in
@@ -27,8 +29,14 @@ check_order close
 # Every delivery handed by its upcall to another thread, which checks and
 # releases it before the upcall returns true: each release is accepted
 # (an error counts as bad) and the group gives the memory back.
-run_members handoff 600 "$GM" --count 300 --sizes 64,2000,20000 --handoff
+run_members handoff 600 "$GM" --count 300 --sizes 64,2000,20000 --handoff \
+    --forward-check
 check_order handoff
+for i in 0 1 2; do
+    [ "$(field handoff "$i" forwards_refused)" -gt 0 ] ||
+        fail "handoff: member $i tried no send of a large delivery"
+done
+echo "ok: handoff: sends of a delivery were refused ($(field handoff 0 forwards_refused), $(field handoff 1 forwards_refused) and $(field handoff 2 forwards_refused) large deliveries)"
 
 # kill -9 of member 2 once every member streams.
 for i in 0 1 2; do

@@ -16,12 +16,19 @@
  * hands each delivery to that thread, which checks and releases it while
  * the upcall waits; the upcall returns true (keeps it) only after the
  * release returned, as an application that passes deliveries to a worker
- * may find. Every group_release must return 0. Then group_close, which
+ * may find. --forward-check: before a large delivery handed on is
+ * released, the thread tries to send the delivery itself (its whole length
+ * and its first 64 bytes) with group_p2p_send to the next member and its
+ * first 64 bytes with group_ordered_send_timeout (no wait): each must be
+ * refused with -EINVAL (a delivery is no lease to send: its bytes go with
+ * group_send_mem), and anything else counts as bad. Every group_release
+ * must return 0. Then group_close, which
  * must deliver everything, and one line:
  *   ORDER member=ID delivered=N expected=E bad=B hash=H copies=C
  *         payload_copies=P send_waits=W held_max=M lat_p50_us=..
  *         lat_p99_us=.. secs=.. refused=R (connections refused for the
- *         group key)
+ *         group key) forwards_refused=F (--forward-check: deliveries
+ *         whose sends were all refused)
  * (latency: own messages, send to own delivery.)
  *
  * The transport's error lines (the log upcall) go to stderr, prefixed
@@ -94,6 +101,8 @@ struct member {
 	/* the releaser's errors: refused releases, damaged handed-on
 	 * deliveries */
 	atomic_uint_fast64_t releaser_bad;
+	bool forward_check;
+	uint64_t forwards_refused; /* releaser thread */
 
 	/* p2p */
 	atomic_uint requests, replies;
@@ -226,6 +235,31 @@ static void release(struct member *m, const struct buf_desc *d,
 	}
 }
 
+/* --forward-check: a delivery is not a lease the application may send;
+ * each send must say so (-EINVAL) and send nothing. */
+static void forward_check(struct member *m, const struct buf_desc *d)
+{
+	struct buf_desc part = { d->ptr, 64 };
+	uint32_t to;
+	int r[3];
+
+	/* As in release(): the group may not be stored yet. */
+	while (!__atomic_load_n(&m->g, __ATOMIC_ACQUIRE))
+		nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+	to = (m->id + 1) % group_nmembers(m->g);
+	r[0] = group_p2p_send(m->g, to, d, NULL);
+	r[1] = group_p2p_send(m->g, to, &part, NULL);
+	r[2] = group_ordered_send_timeout(m->g, &part, 0, NULL);
+	if (r[0] != -EINVAL || r[1] != -EINVAL || r[2] != -EINVAL) {
+		fprintf(stderr, "member %u: sends of a delivery of %zu bytes "
+			"returned %d, %d and %d, not -EINVAL\n", m->id, d->len,
+			r[0], r[1], r[2]);
+		atomic_fetch_add(&m->releaser_bad, 1);
+		return;
+	}
+	m->forwards_refused++;
+}
+
 /* Release held messages when their time is up, checking them again;
  * with --handoff, each delivery its upcall hands on. */
 static void *releaser(void *arg)
@@ -259,6 +293,8 @@ static void *releaser(void *arg)
 						m->id);
 					atomic_fetch_add(&m->releaser_bad, 1);
 				}
+				if (m->forward_check && d.len > m->max_payload)
+					forward_check(m, &d);
 				release(m, &d, "a delivery its upcall handed on");
 				m->hand_state = 2;
 				pthread_cond_broadcast(&m->hand_cond);
@@ -446,6 +482,7 @@ int main(int argc, char **argv)
 		{ "hold-ms", required_argument, 0, 'h' },
 		{ "p2p", no_argument, 0, 'p' },
 		{ "handoff", no_argument, 0, 'o' },
+		{ "forward-check", no_argument, 0, 'f' },
 		{ 0, 0, 0, 0 },
 	};
 	struct member *m = calloc(1, sizeof(*m));
@@ -485,10 +522,12 @@ int main(int argc, char **argv)
 		case 'h': m->hold_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'p': m->p2p = true; break;
 		case 'o': m->handoff = true; break;
+		case 'f': m->forward_check = true; break;
 		default:
 			fprintf(stderr, "usage: group_member --config CFG --id N "
 				"[--set k=v] [--senders K] [--count N] [--sizes B,..] "
-				"[--smc-between K] [--hold-ms MS] [--handoff] [--p2p]\n");
+				"[--smc-between K] [--hold-ms MS] [--handoff] "
+				"[--forward-check] [--p2p]\n");
 			return 2;
 		}
 	}
@@ -572,11 +611,11 @@ int main(int argc, char **argv)
 	       " bad=%" PRIu64 " hash=%016" PRIx64 " copies=%" PRIu64
 	       " payload_copies=%" PRIu64 " send_waits=%" PRIu64
 	       " held_max=%u lat_p50_us=%.0f lat_p99_us=%.0f secs=%.2f"
-	       " refused=%" PRIu64 "\n", m->id,
+	       " refused=%" PRIu64 " forwards_refused=%" PRIu64 "\n", m->id,
 	       m->delivered, expected, m->bad, m->hash, gs.copies,
 	       gs.payload_copies, gs.send_waits, m->held_max,
 	       m->nlat ? m->lat_ns[m->nlat / 2] / 1e3 : 0.0,
 	       m->nlat ? m->lat_ns[m->nlat * 99 / 100] / 1e3 : 0.0,
-	       (now_ns() - t0) / 1e9, gs.refused);
+	       (now_ns() - t0) / 1e9, gs.refused, m->forwards_refused);
 	return r || m->bad || m->delivered != expected;
 }
