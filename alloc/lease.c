@@ -226,6 +226,17 @@ static void pressure_on(struct alloc *a)
 	atomic_store(&a->hit_len, 0);
 }
 
+/* Open the release hit path again once the pressure ended, unless a
+ * pressure_on() came since: it stores its time before its bound, and this
+ * reads the time after storing the bound (all sequentially consistent),
+ * so one of the two sees the other and the bound ends 0 under pressure. */
+static void hit_path_open(struct alloc *a)
+{
+	atomic_store(&a->hit_len, a->h.len);
+	if (atomic_load(&a->pressure_until))
+		atomic_store(&a->hit_len, 0);
+}
+
 /* Called from a release while someone waits or the region was short of
  * space recently: give this thread's cache back, or end the pressure. */
 static void __attribute__((noinline)) bypass(struct alloc *a, struct tcache *tc)
@@ -236,19 +247,12 @@ static void __attribute__((noinline)) bypass(struct alloc *a, struct tcache *tc)
 	if (!atomic_load_explicit(&a->waiters, memory_order_relaxed) &&
 	    until && mono_ms() > until) {
 		if (atomic_compare_exchange_strong(&a->pressure_until, &until,
-						   0)) {
-			/* Open the hit path again, unless a pressure_on()
-			 * came since: it stored its time before its bound,
-			 * and we read the time after storing ours (all
-			 * sequentially consistent), so one of the two sees
-			 * the other and the bound ends 0 under pressure. */
-			atomic_store(&a->hit_len, a->h.len);
-			if (atomic_load(&a->pressure_until))
-				atomic_store(&a->hit_len, 0);
-		}
+						   0))
+			hit_path_open(a);
 		return;
 	}
-	tcache_flush_all(a, tc);
+	if (tc)
+		tcache_flush_all(a, tc);
 }
 
 /* True while someone waits for space or a lease failed recently: a
@@ -303,6 +307,10 @@ static inline void give_back(struct alloc *a, const struct where *w)
 
 	if (unlikely(w->cls == ALLOC_LARGE)) {
 		large_free(a, w);
+		/* Someone needs space: as for a slot (slot_put()), the
+		 * thread's cached slots must not hide it. */
+		if (unlikely(need_space(a)))
+			bypass(a, tcache_hit(a));
 		return;
 	}
 	tc = tcache_get(a);
@@ -387,6 +395,9 @@ static void unwind(struct alloc *a, struct tcache *tc, size_t n,
 			a->large_bytes -= w.size;
 			ext_free(a, w.first);
 			pthread_mutex_unlock(&a->ext_lock);
+			if (atomic_load_explicit(&a->waiters,
+						 memory_order_relaxed))
+				alloc_wake_waiters(a);
 		} else {
 			/* Not a lease after all: take it off the count. */
 			mag_set(tc, w.cls, mag_word(tc, w.cls) - MAG_LEASE);
@@ -590,6 +601,13 @@ static int __attribute__((noinline)) release_slow(struct alloc *a,
 	if (unlikely(rc))
 		return rc;
 	give_back(a, &w);
+	/* The hit path's bound is 0 only under pressure. A pressure_on()
+	 * held up between its two stores while a bypass() ended that
+	 * pressure as expired leaves it 0 after: open it here, on the slow
+	 * path every release then takes. */
+	if (unlikely(!atomic_load_explicit(&a->hit_len, memory_order_relaxed)) &&
+	    !need_space(a))
+		hit_path_open(a);
 	return 0;
 }
 

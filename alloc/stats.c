@@ -37,6 +37,11 @@ int alloc_stats(struct alloc *a, unsigned i, struct alloc_class_stats *st)
 	}
 	st->size = a->cls[i].size;
 	tcache_counts(a, i, &st->leases, &st->releases);
+	/* Read while other threads move: a release may be counted before
+	 * its lease (a flush read half way, a slot leased on a thread read
+	 * before and released on one read after). */
+	if (st->releases > st->leases)
+		st->releases = st->leases;
 	st->bytes_in_use = (st->leases - st->releases) * st->size;
 	pthread_mutex_lock(&a->cls[i].lock);
 	st->high_water = a->cls[i].high_water;

@@ -318,7 +318,8 @@ struct alloc_class_stats {
 };
 
 /* Fill st with the counters of class i (0 .. alloc_nclasses()). Counts of
- * other threads are read without stopping them. Returns 0 or -EINVAL. */
+ * other threads are read without stopping them (a snapshot's releases
+ * never pass its leases). Returns 0 or -EINVAL. */
 int alloc_stats(struct alloc *a, unsigned i, struct alloc_class_stats *st);
 
 /* Print the region and one line per class that was ever used to f. This is

@@ -1464,6 +1464,142 @@ static void stress_threads(void **state)
 	pthread_mutex_destroy(&stress.lock);
 }
 
+/* Under pressure every release hands the releasing thread's cache back,
+ * an extent's too: a waiter must not time out while free slots sit in
+ * the cache of the thread that released an extent. */
+struct cache_holder {
+	struct alloc *a;
+	pthread_barrier_t bar;
+	struct buf_desc ext;
+	int ext_rc;
+};
+
+static void *cache_holder_thread(void *arg)
+{
+	struct cache_holder *h = arg;
+	size_t s = 64 * KiB, e = 128 * KiB;
+	struct buf_desc d[2];
+
+	d[0] = lease1(h->a, s);
+	d[1] = lease1(h->a, s);
+	h->ext = lease1(h->a, e);
+	/* Two free 64 KiB slots stay in this thread's cache. */
+	assert_int_equal(alloc_release(h->a, &d[0]), 0);
+	assert_int_equal(alloc_release(h->a, &d[1]), 0);
+	pthread_barrier_wait(&h->bar);  /* the region fills, a waiter waits */
+	pthread_barrier_wait(&h->bar);
+	h->ext_rc = alloc_release(h->a, &h->ext);
+	pthread_barrier_wait(&h->bar);  /* the cache lives until the end */
+	return NULL;
+}
+
+static void extent_release_gives_cache_back(void **state)
+{
+	struct cache_holder h = { .a = mk(MiB) };
+	struct waiter w = { .a = h.a, .size = 64 * KiB, .timeout_ms = 3000 };
+	struct buf_desc many[400];
+	size_t s64 = 64 * KiB, pg = 4096;
+	pthread_t ht, wt;
+	int n = 0;
+
+	(void)state;
+	pthread_barrier_init(&h.bar, NULL, 2);
+	pthread_create(&ht, NULL, cache_holder_thread, &h);
+	pthread_barrier_wait(&h.bar);
+	while (n < 400 && !alloc_lease(h.a, 1, &s64, &many[n]))
+		n++;
+	while (n < 400 && !alloc_lease(h.a, 1, &pg, &many[n]))
+		n++;
+	assert_true(n < 400);
+	pthread_create(&wt, NULL, wait_thread, &w);
+	while (!atomic_load(&h.a->waiters))
+		usleep(1000);
+	pthread_barrier_wait(&h.bar);
+	pthread_join(wt, NULL);
+	assert_int_equal(h.ext_rc, 0);
+	assert_int_equal(w.rc, 0);     /* (wait_thread released it) */
+	pthread_barrier_wait(&h.bar);
+	pthread_join(ht, NULL);
+	while (n--)
+		assert_int_equal(alloc_release(h.a, &many[n]), 0);
+	assert_int_equal(in_use(h.a), 0);
+	pthread_barrier_destroy(&h.bar);
+	alloc_destroy(h.a);
+}
+
+/* A lease of several buffers that fails gives back the extents it took
+ * already, and that wakes whoever waits for space, as any give-back
+ * does. */
+static void failed_lease_wakes_waiters(void **state)
+{
+	struct alloc *a = mk(4 * MiB);
+	size_t sz[2] = { MiB, 8 * MiB };
+	struct buf_desc d[2];
+	uint64_t seq;
+
+	(void)state;
+	atomic_store(&a->waiters, 1);   /* as a thread in alloc_lease_wait */
+	pthread_mutex_lock(&a->wait_lock);
+	seq = a->wait_seq;
+	pthread_mutex_unlock(&a->wait_lock);
+	assert_int_equal(alloc_lease(a, 2, sz, d), -ENOMEM);
+	pthread_mutex_lock(&a->wait_lock);
+	assert_true(a->wait_seq > seq);
+	pthread_mutex_unlock(&a->wait_lock);
+	atomic_store(&a->waiters, 0);
+	assert_int_equal(in_use(a), 0);
+	alloc_destroy(a);
+}
+
+/* The counts are read without stopping other threads, so a class's
+ * releases can be read ahead of its leases (a cache's flush read half
+ * way, a slot leased on one thread and released on another between the
+ * two reads). A snapshot never says more was released than leased, nor
+ * more than zero bytes in use below zero: here this thread's cache is
+ * read half way through a flush of 5 slots (its pool count already
+ * moved, its slot count not yet). */
+static void stats_never_release_more_than_leased(void **state)
+{
+	struct alloc *a = mk(MiB);
+	struct alloc_class_stats st;
+	struct buf_desc d = lease1(a, 64);
+	unsigned cls = size_to_class(64);
+	struct tcache *tc = (struct tcache *)alloc_tls_head;
+
+	(void)state;
+	assert_ptr_equal(tc->h.a, a);
+	assert_int_equal(alloc_stats(a, cls, &st), 0);
+	assert_int_equal(st.leases - st.releases, 1);
+	mag_net(tc, cls, -5);
+	assert_int_equal(alloc_stats(a, cls, &st), 0);
+	assert_true(st.releases <= st.leases);
+	assert_true(st.bytes_in_use <= MiB);
+	mag_net(tc, cls, 5);
+	assert_int_equal(alloc_release(a, &d), 0);
+	assert_int_equal(in_use(a), 0);
+	alloc_destroy(a);
+}
+
+/* The release hit path's bound is 0 only under pressure. Should a race
+ * leave it 0 with the pressure over (a pressure_on() descheduled between
+ * its two stores while a bypass() ended its pressure as expired), the
+ * next release opens it again. */
+static void hit_path_reopens(void **state)
+{
+	struct alloc *a = mk(MiB);
+	struct buf_desc d = lease1(a, 64), e = lease1(a, 64);
+
+	(void)state;
+	assert_int_equal(atomic_load(&a->hit_len), a->h.len);
+	atomic_store(&a->pressure_until, 0);
+	atomic_store(&a->hit_len, 0);
+	assert_int_equal(alloc_release(a, &d), 0);
+	assert_int_equal(atomic_load(&a->hit_len), a->h.len);
+	assert_int_equal(alloc_release(a, &e), 0);
+	assert_int_equal(in_use(a), 0);
+	alloc_destroy(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1476,6 +1612,10 @@ int main(void)
 		cmocka_unit_test(misuse),
 		cmocka_unit_test(one_buffer_calls),
 		cmocka_unit_test(null_allocator),
+		cmocka_unit_test(extent_release_gives_cache_back),
+		cmocka_unit_test(failed_lease_wakes_waiters),
+		cmocka_unit_test(stats_never_release_more_than_leased),
+		cmocka_unit_test(hit_path_reopens),
 		cmocka_unit_test(descriptor_calls_inline_and_exported),
 		cmocka_unit_test(misuse_inside_windows),
 		cmocka_unit_test(misuse_empty_window_and_stale_slab),
