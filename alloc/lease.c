@@ -408,7 +408,10 @@ static void unwind(struct alloc *a, struct tcache *tc, size_t n,
 
 static void count_failure(struct alloc *a, size_t len)
 {
-	pressure_on(a);
+	/* A size the region could never hold is no shortage of space:
+	 * cached slots would not help it. */
+	if (len <= a->h.len)
+		pressure_on(a);
 	if (len > ALLOC_MAX_CLASS_SIZE)
 		atomic_fetch_add(&a->large_failures, 1);
 	else

@@ -191,10 +191,10 @@ int alloc_lease(struct alloc *a, size_t n, const size_t *sizes,
  * (with the releasing thread's whole cache) and wakes it.
  *
  * About caches: before failing, a lease gives back its own thread's cached
- * slots and every empty slab. After a failure, and while anyone waits,
- * every release (for 100 ms after the last failure, or as long as the wait
- * lasts) goes straight to the shared pool together with the releasing
- * thread's whole cache. Free slots cached earlier by a thread that stays
+ * slots and every empty slab. After a failure (of a size the region could
+ * hold), and while anyone waits, every release (for 100 ms after the last
+ * such failure, or as long as the wait lasts) goes straight to the shared
+ * pool together with the releasing thread's whole cache. Free slots cached earlier by a thread that stays
  * idle (at most 256 KiB per class, 4 slots for the largest classes) come
  * back when it next releases or exits. Threads take a class's slots from
  * slabs of their own (64 KiB or more each) while the region has room for

@@ -1580,6 +1580,31 @@ static void stats_never_release_more_than_leased(void **state)
 	alloc_destroy(a);
 }
 
+/* A lease larger than the region fails and is counted, but it is no
+ * shortage of space: releases keep their caches (no pressure). One that
+ * could fit turns the pressure on. */
+static void impossible_size_no_pressure(void **state)
+{
+	struct alloc *a = mk(MiB);
+	size_t big = 2 * MiB, fits = 768 * KiB;
+	struct buf_desc d, e;
+	struct alloc_class_stats st;
+
+	(void)state;
+	assert_int_equal(alloc_lease(a, 1, &big, &d), -ENOMEM);
+	assert_int_equal(alloc_stats(a, alloc_nclasses(), &st), 0);
+	assert_int_equal(st.failures, 1);
+	assert_int_equal(atomic_load(&a->pressure_until), 0);
+	assert_int_equal(atomic_load(&a->hit_len), a->h.len);
+	d = lease1(a, fits);
+	assert_int_equal(alloc_lease(a, 1, &fits, &e), -ENOMEM);
+	assert_true(atomic_load(&a->pressure_until) != 0);
+	assert_int_equal(atomic_load(&a->hit_len), 0);
+	assert_int_equal(alloc_release(a, &d), 0);
+	assert_int_equal(in_use(a), 0);
+	alloc_destroy(a);
+}
+
 /* The release hit path's bound is 0 only under pressure. Should a race
  * leave it 0 with the pressure over (a pressure_on() descheduled between
  * its two stores while a bypass() ended its pressure as expired), the
@@ -1616,6 +1641,7 @@ int main(void)
 		cmocka_unit_test(failed_lease_wakes_waiters),
 		cmocka_unit_test(stats_never_release_more_than_leased),
 		cmocka_unit_test(hit_path_reopens),
+		cmocka_unit_test(impossible_size_no_pressure),
 		cmocka_unit_test(descriptor_calls_inline_and_exported),
 		cmocka_unit_test(misuse_inside_windows),
 		cmocka_unit_test(misuse_empty_window_and_stale_slab),
