@@ -409,8 +409,9 @@ int rdma_sq_region_access(const struct rdma_sq_node *node)
 		a |= IBV_ACCESS_REMOTE_WRITE;
 	if (node->opt.region_remote_read)
 		a |= IBV_ACCESS_REMOTE_READ;
-	/* (win_mw implies mw_bind: both need the device's windows) */
-	return node->mw_bind ? a | IBV_ACCESS_MW_BIND : a;
+	/* Windows over the region: the peers' (win_mw) and use-once ones
+	 * (mw_bind). The ODP probe turns the second off alone. */
+	return node->mw_bind || node->win_mw ? a | IBV_ACCESS_MW_BIND : a;
 }
 
 /* The cache's callbacks: foreign memory is for this member's own sends,

@@ -16,6 +16,7 @@
 #include <squall/rdma.h>
 
 #include "group/transport.h"
+#include "rdma/node.h"
 
 static char region[4096];
 
@@ -159,6 +160,29 @@ static void test_destroy_null(void **state)
 	rdma_sq_destroy(NULL);
 }
 
+/* Peers that write through windows need the region registered with the
+ * right to bind them, whatever else turned windows off: with on-demand
+ * paging the cache's use-once windows go (mw_bind false, odp.c), but the
+ * peers' windows over the region stay (win_mw), and so must the region's
+ * MW_BIND access. */
+static void test_region_access_windows(void **state)
+{
+	static struct rdma_sq_node node;
+
+	(void)state;
+	node.opt.peer_windows = true;
+	node.win_mw = true;
+	node.mw_bind = false;
+	assert_true(rdma_sq_region_access(&node) & IBV_ACCESS_MW_BIND);
+	assert_false(rdma_sq_region_access(&node) & IBV_ACCESS_REMOTE_WRITE);
+	node.win_mw = false;
+	assert_false(rdma_sq_region_access(&node) & IBV_ACCESS_MW_BIND);
+	node.mw_bind = true;
+	assert_true(rdma_sq_region_access(&node) & IBV_ACCESS_MW_BIND);
+	node.opt.peer_windows = false;
+	assert_true(rdma_sq_region_access(&node) & IBV_ACCESS_REMOTE_WRITE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -169,6 +193,7 @@ int main(void)
 		cmocka_unit_test(test_group_transport),
 		cmocka_unit_test(test_listener_args),
 		cmocka_unit_test(test_destroy_null),
+		cmocka_unit_test(test_region_access_windows),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
