@@ -73,6 +73,9 @@ static void log_append(uintptr_t s, uintptr_t e)
 {
 	uint64_t h = atomic_load_explicit(&mon_log_head, memory_order_relaxed);
 	struct rc_log_slot *slot = &mon_log[h % RC_LOG_SIZE];
+	/* The head that says an append is under way (h) is seen before
+	 * what it overwrites: see rc_monitor_drain(). */
+	atomic_thread_fence(memory_order_release);
 	atomic_store_explicit(&slot->s, s, memory_order_relaxed);
 	atomic_store_explicit(&slot->e, e, memory_order_relaxed);
 	/* Release: a drainer that sees the new head sees the slot. */
@@ -454,7 +457,11 @@ bool rc_monitor_drain(uint64_t target, uint64_t *pos,
 	while (atomic_load_explicit(&mon_done, memory_order_acquire) < target)
 		sched_yield();
 	uint64_t head = atomic_load_explicit(&mon_log_head, memory_order_acquire);
-	if (head - *pos > RC_LOG_SIZE) {
+	/* Event i lives in slot i % RC_LOG_SIZE until the append of event
+	 * i + RC_LOG_SIZE, which writes it while the head still says
+	 * i + RC_LOG_SIZE: so the log holds RC_LOG_SIZE - 1 events that can
+	 * be read for sure. */
+	if (head - *pos >= RC_LOG_SIZE) {
 		*pos = head;
 		return false;
 	}
@@ -463,9 +470,12 @@ bool rc_monitor_drain(uint64_t target, uint64_t *pos,
 		fn(arg, atomic_load_explicit(&slot->s, memory_order_relaxed),
 		   atomic_load_explicit(&slot->e, memory_order_relaxed));
 	}
-	/* Slots read above may have been overwritten meanwhile. */
+	/* Slots read above may have been overwritten meanwhile: an append
+	 * that began before the reads ended shows in the head read after
+	 * them. */
+	atomic_thread_fence(memory_order_acquire);
 	uint64_t now = atomic_load_explicit(&mon_log_head, memory_order_acquire);
-	bool ok = now - *pos <= RC_LOG_SIZE;
+	bool ok = now - *pos < RC_LOG_SIZE;
 	*pos = head;
 	return ok;
 }
