@@ -811,9 +811,10 @@ void group_own_add(struct group *g, struct group_own *o);
  * with code (0: delivered everywhere) and why. No group lock held. */
 void group_own_done(struct group *g, const struct buf_desc *d, int code,
 		    const char *why);
-/* send.c: 0 when d is a lease the application may send (leased, not
- * sent, delivered or free), else -EINVAL with err saying what it is. A
- * kept delivery is not: its record releases it later (group_release). */
+/* send.c: 0 when d is a lease the application may send (leased: not
+ * sent already, not a delivery, not free), else -EINVAL with err saying
+ * what it is. A kept delivery is not: its record releases it later
+ * (group_release). */
 int group_lease_ready(struct group *g, const struct buf_desc *d,
 		      struct squall_error *err);
 /* d lies outside the region: memory sent in place. */
