@@ -398,7 +398,8 @@ static inline struct tcache *tcache_get(struct alloc *a)
 	return likely(tc) ? tc : tcache_slow(a);
 }
 
-/* lease.c: wake threads waiting for space (called after a give-back). */
+/* lease.c: wake the threads waiting for space, if any (called after a
+ * give-back). */
 void alloc_wake_waiters(struct alloc *a);
 
 #endif /* SQUALL_ALLOC_INTERNAL_H */

@@ -140,6 +140,8 @@ static int xport_change(atomic_uchar *st, unsigned from, unsigned char to,
 
 void alloc_wake_waiters(struct alloc *a)
 {
+	if (!atomic_load_explicit(&a->waiters, memory_order_relaxed))
+		return;
 	pthread_mutex_lock(&a->wait_lock);
 	a->wait_seq++;
 	pthread_cond_broadcast(&a->wait_cond);
@@ -157,8 +159,7 @@ static void large_free(struct alloc *a, const struct where *w)
 			      memory_order_relaxed);
 	ext_free(a, w->first);
 	pthread_mutex_unlock(&a->ext_lock);
-	if (atomic_load_explicit(&a->waiters, memory_order_relaxed))
-		alloc_wake_waiters(a);
+	alloc_wake_waiters(a);
 }
 
 /* Give this thread's cached slots and every empty slab back, so the pages
@@ -395,9 +396,7 @@ static void unwind(struct alloc *a, struct tcache *tc, size_t n,
 			a->large_bytes -= w.size;
 			ext_free(a, w.first);
 			pthread_mutex_unlock(&a->ext_lock);
-			if (atomic_load_explicit(&a->waiters,
-						 memory_order_relaxed))
-				alloc_wake_waiters(a);
+			alloc_wake_waiters(a);
 		} else {
 			/* Not a lease after all: take it off the count. */
 			mag_set(tc, w.cls, mag_word(tc, w.cls) - MAG_LEASE);

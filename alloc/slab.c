@@ -279,8 +279,7 @@ void slab_flush(struct alloc *a, unsigned cls, const mag_ent *ents,
 	}
 	c->out -= n;
 	pthread_mutex_unlock(&c->lock);
-	if (atomic_load_explicit(&a->waiters, memory_order_relaxed))
-		alloc_wake_waiters(a);
+	alloc_wake_waiters(a);
 }
 
 /* Return every completely free slab to the extent allocator, so that a
