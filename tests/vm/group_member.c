@@ -217,17 +217,23 @@ static bool deliver(void *ctx, uint32_t sender, uint64_t seq,
 	return false;
 }
 
+/* The group, once main stored it: a delivery can come as group_create
+ * returns, before that (group.h). */
+static struct group *stored_group(struct member *m)
+{
+	struct group *g;
+
+	while (!(g = __atomic_load_n(&m->g, __ATOMIC_ACQUIRE)))
+		nanosleep(&(struct timespec){ 0, 100000 }, NULL);
+	return g;
+}
+
 /* Give a delivery back; a refusal counts as an error. */
 static void release(struct member *m, const struct buf_desc *d,
 		    const char *what)
 {
-	int r;
+	int r = group_release(stored_group(m), d);
 
-	/* A delivery can come as group_create returns, before main stored
-	 * the group (group.h). */
-	while (!__atomic_load_n(&m->g, __ATOMIC_ACQUIRE))
-		nanosleep(&(struct timespec){ 0, 100000 }, NULL);
-	r = group_release(m->g, d);
 	if (r) {
 		fprintf(stderr, "member %u: group_release of %s (%zu bytes): "
 			"%s\n", m->id, what, d->len, strerror(-r));
@@ -239,17 +245,14 @@ static void release(struct member *m, const struct buf_desc *d,
  * each send must say so (-EINVAL) and send nothing. */
 static void forward_check(struct member *m, const struct buf_desc *d)
 {
+	struct group *g = stored_group(m);
 	struct buf_desc part = { d->ptr, 64 };
-	uint32_t to;
+	uint32_t to = (m->id + 1) % group_nmembers(g);
 	int r[3];
 
-	/* As in release(): the group may not be stored yet. */
-	while (!__atomic_load_n(&m->g, __ATOMIC_ACQUIRE))
-		nanosleep(&(struct timespec){ 0, 100000 }, NULL);
-	to = (m->id + 1) % group_nmembers(m->g);
-	r[0] = group_p2p_send(m->g, to, d, NULL);
-	r[1] = group_p2p_send(m->g, to, &part, NULL);
-	r[2] = group_ordered_send_timeout(m->g, &part, 0, NULL);
+	r[0] = group_p2p_send(g, to, d, NULL);
+	r[1] = group_p2p_send(g, to, &part, NULL);
+	r[2] = group_ordered_send_timeout(g, &part, 0, NULL);
 	if (r[0] != -EINVAL || r[1] != -EINVAL || r[2] != -EINVAL) {
 		fprintf(stderr, "member %u: sends of a delivery of %zu bytes "
 			"returned %d, %d and %d, not -EINVAL\n", m->id, d->len,
