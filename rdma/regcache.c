@@ -423,13 +423,24 @@ static int insert(struct regcache *c, uintptr_t s, uintptr_t t,
 	}
 	forget(c, old, nold);
 	/* Overlapped without being merged: their pages changed under them.
-	 * Marked before the commit, which may free them once unlinked. */
+	 * Marked before the commit, which may free them once unlinked. One
+	 * already invalid stays so whatever happens: those go first in the
+	 * list, and only the ones after nbad are marked here. */
+	size_t nbad = 0;
 	for (size_t i = 0; i < nold; i++)
-		atomic_store(&old[i]->invalid, !merged);
+		if (atomic_load(&old[i]->invalid)) {
+			struct regcache_entry *swap = old[nbad];
+			old[nbad++] = old[i];
+			old[i] = swap;
+		}
+	if (!merged)
+		for (size_t i = nbad; i < nold; i++)
+			atomic_store(&old[i]->invalid, true);
 	rc = commit(c, old, nold, &e, 1);
 	if (rc) {
 		for (size_t i = 0; i < nold; i++) {
-			atomic_store(&old[i]->invalid, false);
+			if (i >= nbad)
+				atomic_store(&old[i]->invalid, false);
 			remember(c, old[i]);
 		}
 		free(old);
@@ -495,13 +506,38 @@ static void evict(struct regcache *c)
 	free(victims);
 }
 
+/* No memory to list the entries overlapping [s, t): mark them invalid
+ * where they are (never served again), as invalidate_locked()'s last
+ * resort does; a later insert or eviction takes them out. */
+static void mark_invalid(struct regcache *c, uintptr_t s, uintptr_t t)
+{
+	struct rc_index *x = idx(c);
+	size_t ci = 0, si = 0;
+	struct regcache_entry *cur;
+	if (rc_index_floor(x, s, &ci, &si)) {
+		cur = x->chunks[ci]->e[si];
+	} else {
+		ci = si = 0;
+		cur = x->nchunks ? x->chunks[0]->e[0] : NULL;
+	}
+	for (; cur && cur->start < t; cur = rc_index_next(x, &ci, &si))
+		if (cur->end > s && !atomic_load(&cur->invalid)) {
+			atomic_store(&cur->invalid, true);
+			c->st.invalidations++;
+		}
+}
+
 /* Drop every entry touching the pages [s, t); re-register the parts of
  * them outside [s, t) as entries of their own. */
 static void invalidate_locked(struct regcache *c, uintptr_t s, uintptr_t t)
 {
 	struct regcache_entry **old, **add = NULL;
 	size_t nold, nadd = 0;
-	if (collect(c, s, t, false, &old, &nold) || nold == 0) {
+	if (collect(c, s, t, false, &old, &nold)) {
+		mark_invalid(c, s, t);
+		return;
+	}
+	if (nold == 0) {
 		free(old);
 		return;
 	}
