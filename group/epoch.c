@@ -14,11 +14,13 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <infiniband/verbs.h>
 
 #include "group/group_int.h"
 #include "group/transport.h"
+#include "rdma/hook.h"
 
 /* The view's SMC rings, one per sender, leased from the region. */
 static int lease_rings(struct group *g, struct squall_error *err)
@@ -306,6 +308,11 @@ int group_epoch_teardown(struct group *g, bool keep_listener,
 	int r = 0;
 
 	group_assert_swap(g);
+	if (squall_hook_fail("teardown_late")) {
+		struct timespec late = { 3, 0 };
+
+		nanosleep(&late, NULL);
+	}
 	atomic_store(&g->ready, false);
 	atomic_store(&g->log_quiet, true);
 	keep_timing(g, true);

@@ -362,8 +362,14 @@ static void on_received(void *arg, struct rdmc_group *rg, uint64_t msg_id,
 	x = xfer_find(g, msg_id, false);
 	(void)rg;
 	(void)sender;
-	if (!x)
+	if (!x) {
+		/* Its record went with the trim (the message is past it, and
+		 * its sender sends it again in the next view), and the
+		 * transfer ended after: the buffer is nobody's. */
+		if (!status && d)
+			alloc_release(g->a, d);
 		return;
+	}
 	if (status) {
 		x->failed = true;
 		x->status = status;

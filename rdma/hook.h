@@ -37,6 +37,9 @@
  *   stray_rdmc      an RDMC block write goes to the buffer (and with the
  *                   key) a receiver granted for a message whose transfer
  *                   has ended
+ *   teardown_late   the end of a view waits 3 s before its teardown stops
+ *                   the progress thread: transfers in flight go on meanwhile,
+ *                   past the trim the view change delivered
  */
 #ifndef SQUALL_RDMA_HOOK_H
 #define SQUALL_RDMA_HOOK_H
@@ -49,7 +52,8 @@
 	"trim_published, trim_adopted, rdmc_mid, rdmc_refused, installing, " \
 	"p2p_read_mid"
 #define SQUALL_HOOK_FAIL_POINTS \
-	"rdmc_lease, p2p_garbage, p2p_old_key, stray_sst, stray_ring, stray_rdmc"
+	"rdmc_lease, p2p_garbage, p2p_old_key, stray_sst, stray_ring, stray_rdmc, " \
+	"teardown_late"
 
 #ifdef SQUALL_TEST_HOOKS
 void squall_hook(const char *point);

@@ -31,7 +31,12 @@
  * the window full, or the view changing, is refused and counted). With
  * --p2p-flood a second thread sends point-to-point messages to the next
  * member of the first view as fast as the group takes them (a refusal,
- * -EAGAIN, is counted and tried again), beside the ordered stream. Lines:
+ * -EAGAIN, is counted and tried again), beside the ordered stream. With
+ * --rate 0 the member sends nothing and waits for its end. With
+ * --check-unheld (and no --keep) it counts, once it stopped sending and
+ * before it closes, the region's buffers in the delivered state: every
+ * delivery was released, so each one left is a message the group handed
+ * to nobody (it waits up to 60 s for the others' last messages). Lines:
  *
  *   READY member=I
  *   VIEW member=I epoch=E members=a,b,c wall_ms=T
@@ -49,6 +54,7 @@
  *   UNSENT member=I lost=L unknown=U first=F    (send_failed upcalls:
  *          -ENOTCONN / -ECONNABORTED; F the lowest counter told)
  *   ECHO member=I sent=S refused=R              (with --echo)
+ *   UNHELD member=I count=C                     (with --check-unheld)
  *   RESULT member=I sent=S delivered=D bad=B dup=X gap=Y epochs=N
  *          view_change_ms=L misbehaved=M (peers removed for what they
  *          sent) joins_dropped=J (join connections closed unanswered)
@@ -147,6 +153,8 @@ struct member {
 	/* --p2p-flood: the flooding thread's counts; received per sender
 	 * (progress thread) */
 	bool p2p_flood;
+	bool check_unheld;      /* --check-unheld */
+	uint64_t unheld;        /* what it found */
 	atomic_bool flood_done;
 	uint32_t p2p_to;
 	uint64_t p2p_sent, p2p_refused;
@@ -605,8 +613,9 @@ static int send_one(struct member *m, uint64_t counter, bool upcall)
  * of bursting to catch up. */
 static int stream(struct member *m)
 {
-	uint64_t period = 1000000000ull / m->rate, start = now_ns();
-	uint64_t end = start + (uint64_t)m->secs * 1000000000ull, due = start;
+	uint64_t period = m->rate ? 1000000000ull / m->rate : 0;
+	uint64_t start = now_ns(), due = start;
+	uint64_t end = start + (uint64_t)m->secs * 1000000000ull;
 
 	while (keep_sending(m, end)) {
 		uint64_t t = now_ns();
@@ -619,8 +628,9 @@ static int stream(struct member *m)
 		} else if (t > due + 100000000ull) {
 			due = t;
 		}
-		if (m->echo) {
-			/* The upcall sends; this thread only waits. */
+		if (m->echo || !m->rate) {
+			/* The upcall sends, or nothing: this thread only
+			 * waits. */
 			struct timespec ts = { 0, 20000000 };
 
 			nanosleep(&ts, NULL);
@@ -637,13 +647,48 @@ static int stream(struct member *m)
 	return 0;
 }
 
+/* Buffers of the region in the delivered state: each is a message the
+ * group handed over and the application has not released. */
+static uint64_t count_unheld(struct member *m)
+{
+	struct alloc *a = group_get_allocator(m->g);
+	uint64_t n = 0;
+	size_t len, off;
+	void *base;
+
+	alloc_region(a, &base, &len);
+	/* Every lease starts on a multiple of the smallest slot. */
+	for (off = 0; off < len; off += alloc_class_size(0))
+		if (alloc_state(a, (char *)base + off) == ALLOC_DELIVERED)
+			n++;
+	return n;
+}
+
+/* --check-unheld: this member released every delivery, so once the
+ * others stopped too (the stop file) and what they sent is delivered, no
+ * buffer may stay delivered: one that does was handed to nobody and is
+ * lost to the region. Waits up to 60 s for the count to reach 0. */
+static void check_unheld(struct member *m)
+{
+	uint64_t n = count_unheld(m);
+
+	for (unsigned i = 0; n && i < 300 && !atomic_load(&m->stopped); i++) {
+		struct timespec ts = { 0, 200000000 };
+
+		nanosleep(&ts, NULL);
+		n = count_unheld(m);
+	}
+	say(m, "UNHELD member=%u count=%" PRIu64 "\n", m->id, n);
+	m->unheld = n;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: view_member --config CFG --id N [--set k=v]... "
 		"[--secs S] [--stop-file F] [--sizes B,..] [--rate N] "
 		"[--die-after-ms M] [--die-on-commit K] [--log FILE] "
 		"[--keep K] [--echo K] [--die-at POINT[:K]] "
-		"[--fail-at POINT[:K]] [--p2p-flood]\n");
+		"[--fail-at POINT[:K]] [--p2p-flood] [--check-unheld]\n");
 }
 
 int main(int argc, char **argv)
@@ -664,6 +709,7 @@ int main(int argc, char **argv)
 		{ "die-at", required_argument, 0, 'D' },
 		{ "p2p-flood", no_argument, 0, 'P' },
 		{ "fail-at", required_argument, 0, 'F' },
+		{ "check-unheld", no_argument, 0, 'U' },
 		{ 0, 0, 0, 0 },
 	};
 	static const size_t def_sizes[] = { 64, 1000, 4000, 200000, 8000 };
@@ -706,6 +752,7 @@ int main(int argc, char **argv)
 		case 'D': setenv("SQUALL_DIE_AT", optarg, 1); break;
 		case 'P': m->p2p_flood = true; break;
 		case 'F': setenv("SQUALL_FAIL_AT", optarg, 1); break;
+		case 'U': m->check_unheld = true; break;
 		case 'z':
 			for (char *t = strtok(optarg, ","); t && m->nsizes < MAX_SIZES;
 			     t = strtok(NULL, ","))
@@ -716,7 +763,7 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (!cfg_path || !m->rate) {
+	if (!cfg_path) {
 		usage();
 		return 2;
 	}
@@ -761,6 +808,8 @@ int main(int argc, char **argv)
 		pthread_join(fl, NULL);
 	}
 
+	if (m->check_unheld)
+		check_unheld(m);
 	/* The watcher reads the group, which close frees. */
 	atomic_store(&m->watch_done, true);
 	pthread_join(w, NULL);
@@ -827,6 +876,6 @@ int main(int argc, char **argv)
 	fflush(stdout);
 	if (atomic_load(&m->stopped))
 		return 3;
-	return rc || m->bad || m->dup || m->gap ||
+	return rc || m->bad || m->dup || m->gap || m->unheld ||
 	       atomic_load(&m->kept_damaged) ? 1 : 0;
 }
