@@ -57,6 +57,12 @@ void alloc_stats_print(struct alloc *a, FILE *f)
 	unsigned long long reserved;
 	unsigned i;
 
+	if (!f)
+		return;
+	if (!a) {
+		fprintf(f, "alloc_stats_print: no allocator (NULL)\n");
+		return;
+	}
 	pthread_mutex_lock(&a->ext_lock);
 	reserved = a->reserved_bytes;
 	pthread_mutex_unlock(&a->ext_lock);

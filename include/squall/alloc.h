@@ -323,7 +323,8 @@ struct alloc_class_stats {
 int alloc_stats(struct alloc *a, unsigned i, struct alloc_class_stats *st);
 
 /* Print the region and one line per class that was ever used to f. This is
- * the only call of the allocator that writes anywhere. */
+ * the only call of the allocator that writes anywhere. A NULL a prints a
+ * line saying so; a NULL f prints nothing. */
 void alloc_stats_print(struct alloc *a, FILE *f);
 
 #pragma GCC visibility pop

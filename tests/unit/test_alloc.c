@@ -492,6 +492,19 @@ static void null_allocator(void **state)
 	assert_null(alloc_obj_new(NULL, 64));
 	assert_int_equal(alloc_obj_delete(NULL, d.ptr), -EINVAL);
 	assert_int_equal(alloc_stats(NULL, 0, &st), -EINVAL);
+	{
+		/* The print says what it lacks; with no file, nothing. */
+		char line[128] = "";
+		FILE *f = tmpfile();
+
+		assert_non_null(f);
+		alloc_stats_print(NULL, f);
+		rewind(f);
+		assert_non_null(fgets(line, sizeof(line), f));
+		assert_string_equal(line, "alloc_stats_print: no allocator (NULL)\n");
+		fclose(f);
+		alloc_stats_print(a, NULL);
+	}
 	assert_int_equal(alloc_state(a, d.ptr), ALLOC_LEASED);
 	assert_int_equal(alloc_release_one(a, d), 0);
 	assert_int_equal(in_use(a), 0);
