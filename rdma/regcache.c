@@ -270,6 +270,17 @@ static int commit(struct regcache *c, struct regcache_entry **gone,
 	return 0;
 }
 
+/* Where a walk of x over the entries from address s starts: the last
+ * entry starting at or before s, else the first (cursor in ci, si). */
+static struct regcache_entry *walk_from(struct rc_index *x, uintptr_t s,
+					size_t *ci, size_t *si)
+{
+	if (rc_index_floor(x, s, ci, si))
+		return x->chunks[*ci]->e[*si];
+	*ci = *si = 0;
+	return x->nchunks ? x->chunks[0]->e[0] : NULL;
+}
+
 /* Entries overlapping [s, e), or also touching it when `touch`, in order. */
 static int collect(struct regcache *c, uintptr_t s, uintptr_t e, bool touch,
 		   struct regcache_entry ***out, size_t *n)
@@ -279,13 +290,8 @@ static int collect(struct regcache *c, uintptr_t s, uintptr_t e, bool touch,
 	struct regcache_entry *cur;
 	*out = NULL;
 	*n = 0;
-	if (rc_index_floor(x, s, &ci, &si)) {
-		cur = x->chunks[ci]->e[si];
-	} else {
-		ci = si = 0;
-		cur = x->nchunks ? x->chunks[0]->e[0] : NULL;
-	}
-	for (; cur; cur = rc_index_next(x, &ci, &si)) {
+	for (cur = walk_from(x, s, &ci, &si); cur;
+	     cur = rc_index_next(x, &ci, &si)) {
 		bool hit = touch ? cur->end >= s && cur->start <= e
 				 : cur->end > s && cur->start < e;
 		if (cur->start > e)
@@ -513,14 +519,8 @@ static void mark_invalid(struct regcache *c, uintptr_t s, uintptr_t t)
 {
 	struct rc_index *x = idx(c);
 	size_t ci = 0, si = 0;
-	struct regcache_entry *cur;
-	if (rc_index_floor(x, s, &ci, &si)) {
-		cur = x->chunks[ci]->e[si];
-	} else {
-		ci = si = 0;
-		cur = x->nchunks ? x->chunks[0]->e[0] : NULL;
-	}
-	for (; cur && cur->start < t; cur = rc_index_next(x, &ci, &si))
+	for (struct regcache_entry *cur = walk_from(x, s, &ci, &si);
+	     cur && cur->start < t; cur = rc_index_next(x, &ci, &si))
 		if (cur->end > s && !atomic_load(&cur->invalid)) {
 			atomic_store(&cur->invalid, true);
 			c->st.invalidations++;
