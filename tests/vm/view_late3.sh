@@ -8,8 +8,9 @@
 # teardown_late): the transfer goes on meanwhile and ends in the old view,
 # after its record went with the trim. Its receive buffer must go back to
 # the region: once everyone stopped, member 1 (which released every
-# delivery) may hold no buffer in the delivered state (--check-unheld),
-# and every message is delivered once, in one order (vs_check).
+# delivery) may hold no large message's buffer in the delivered state
+# (--check-unheld), and every message is delivered once, in one order
+# (vs_check).
 N=3
 SETS=${SETS:-sst.suspect_timeout_ms=4000}
 RATE=${RATE:-20}

@@ -34,9 +34,10 @@
  * -EAGAIN, is counted and tried again), beside the ordered stream. With
  * --rate 0 the member sends nothing and waits for its end. With
  * --check-unheld (and no --keep) it counts, once it stopped sending and
- * before it closes, the region's buffers in the delivered state: every
- * delivery was released, so each one left is a message the group handed
- * to nobody (it waits up to 60 s for the others' last messages). Lines:
+ * before it closes, the region's page-aligned buffers (extents: messages
+ * above 64 KiB) in the delivered state: every delivery was released, so
+ * each one left is a message the group handed to nobody (it waits up to
+ * 60 s for the others' last messages). Lines:
  *
  *   READY member=I
  *   VIEW member=I epoch=E members=a,b,c wall_ms=T
@@ -608,9 +609,9 @@ static int send_one(struct member *m, uint64_t counter, bool upcall)
 	return r;
 }
 
-/* Send at m->rate per second until time is up, the stop file appears or
- * the group stops. After a stall (a wedge) the schedule restarts instead
- * of bursting to catch up. */
+/* Send at m->rate per second (nothing at 0) until time is up, the stop
+ * file appears or the group stops. After a stall (a wedge) the schedule
+ * restarts instead of bursting to catch up. */
 static int stream(struct member *m)
 {
 	uint64_t period = m->rate ? 1000000000ull / m->rate : 0;
@@ -647,8 +648,9 @@ static int stream(struct member *m)
 	return 0;
 }
 
-/* Buffers of the region in the delivered state: each is a message the
- * group handed over and the application has not released. */
+/* Buffers of the region that start on a page (extents: the buffers of
+ * messages above the largest slot) in the delivered state: each is a
+ * message the group handed over and the application has not released. */
 static uint64_t count_unheld(struct member *m)
 {
 	struct alloc *a = group_get_allocator(m->g);
@@ -657,8 +659,7 @@ static uint64_t count_unheld(struct member *m)
 	void *base;
 
 	alloc_region(a, &base, &len);
-	/* Every lease starts on a multiple of the smallest slot. */
-	for (off = 0; off < len; off += alloc_class_size(0))
+	for (off = 0; off < len; off += 4096)
 		if (alloc_state(a, (char *)base + off) == ALLOC_DELIVERED)
 			n++;
 	return n;
