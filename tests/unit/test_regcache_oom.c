@@ -66,78 +66,28 @@ static void *idx_aligned_alloc(size_t a, size_t n)
 #include "../../rdma/regcache.c"
 #undef realloc
 
-static size_t pg;
-static atomic_long regs, live;
-
-static int reg(void *ctx, void *addr, size_t len, void **h)
-{
-	(void)ctx;
-	(void)len;
-	*h = addr;
-	atomic_fetch_add(&regs, 1);
-	atomic_fetch_add(&live, 1);
-	return 0;
-}
-
-static int dereg(void *ctx, void *h)
-{
-	(void)ctx;
-	(void)h;
-	atomic_fetch_sub(&live, 1);
-	return 0;
-}
-
-static struct regcache *mk(void)
-{
-	struct regcache_config cfg = {
-		.reg = reg, .dereg = dereg, .monitor = REGCACHE_MONITOR_OFF,
-	};
-	struct regcache *c = NULL;
-	struct squall_error err;
-
-	assert_int_equal(regcache_create(&cfg, &c, &err), 0);
-	return c;
-}
-
-static char *arena(size_t pages)
-{
-	char *p = mmap(NULL, pages * pg, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-
-	assert_true(p != MAP_FAILED);
-	return p;
-}
-
-/* get + put; whether it was served by an entry already there. */
-static bool hit(struct regcache *c, void *p, size_t len)
-{
-	long before = atomic_load(&regs);
-	struct regcache_reg *r;
-
-	assert_int_equal(regcache_get(c, p, len, &r), 0);
-	regcache_put(c, r);
-	return atomic_load(&regs) == before;
-}
+#include "regcache_harness.h"
 
 /* An invalidation whose list of entries cannot be allocated: the entries
  * it names must still never be served again. */
 static void test_invalidate_without_memory(void **state)
 {
-	struct regcache *c = mk();
+	struct counter k = { 0 };
+	struct regcache *c = mk(&k, REGCACHE_MONITOR_OFF, 0, 0);
 	char *a = arena(16);
 
 	(void)state;
-	assert_false(hit(c, a, 8 * pg));
-	assert_true(hit(c, a + pg, pg));
+	assert_false(use(c, &k, a, 8 * pg));
+	assert_true(use(c, &k, a + pg, pg));
 	fail_rc_reallocs = 1;
 	assert_int_equal(regcache_invalidate(c, a + 3 * pg, pg), 0);
 	fail_rc_reallocs = 0;
 	regcache_sync(c);
 	/* The pages changed: whatever serves them now is registered anew. */
-	assert_false(hit(c, a + 3 * pg, pg));
+	assert_false(use(c, &k, a + 3 * pg, pg));
 	regcache_destroy(c);
 	rc_barrier();
-	assert_int_equal(atomic_load(&live), 0);
+	assert_int_equal(atomic_load(&k.live), 0);
 	munmap(a, 16 * pg);
 }
 
@@ -146,25 +96,26 @@ static void test_invalidate_without_memory(void **state)
  * must stay invalid, never be served. */
 static void test_invalid_entry_stays_invalid(void **state)
 {
-	struct regcache *c = mk();
+	struct counter k = { 0 };
+	struct regcache *c = mk(&k, REGCACHE_MONITOR_OFF, 0, 0);
 	char *a = arena(16);
 
 	(void)state;
-	assert_false(hit(c, a, 4 * pg));
+	assert_false(use(c, &k, a, 4 * pg));
 	/* Both commits of the invalidation fail: the entry stays in the
 	 * index, marked invalid. */
 	fail_index = true;
 	assert_int_equal(regcache_invalidate(c, a, 4 * pg), 0);
 	fail_index = false;
-	assert_false(hit(c, a + pg, pg));
+	assert_false(use(c, &k, a + pg, pg));
 	/* That miss's insert took the invalid entry's place. Again, and
 	 * now the insert next to the invalid entry (touching it) cannot
 	 * commit either. */
 	regcache_destroy(c);
 	rc_barrier();
 
-	c = mk();
-	assert_false(hit(c, a, 4 * pg));
+	c = mk(&k, REGCACHE_MONITOR_OFF, 0, 0);
+	assert_false(use(c, &k, a, 4 * pg));
 	fail_index = true;
 	assert_int_equal(regcache_invalidate(c, a, 4 * pg), 0);
 	{
@@ -175,10 +126,10 @@ static void test_invalid_entry_stays_invalid(void **state)
 	}
 	fail_index = false;
 	regcache_sync(c);
-	assert_false(hit(c, a + pg, pg));
+	assert_false(use(c, &k, a + pg, pg));
 	regcache_destroy(c);
 	rc_barrier();
-	assert_int_equal(atomic_load(&live), 0);
+	assert_int_equal(atomic_load(&k.live), 0);
 	munmap(a, 16 * pg);
 }
 
