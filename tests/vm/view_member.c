@@ -659,7 +659,7 @@ static uint64_t count_unheld(struct member *m)
 	void *base;
 
 	alloc_region(a, &base, &len);
-	for (off = 0; off < len; off += 4096)
+	for (off = 0; off < len; off += ALLOC_PAGE_SIZE)
 		if (alloc_state(a, (char *)base + off) == ALLOC_DELIVERED)
 			n++;
 	return n;
