@@ -18,9 +18,10 @@
  * makes no call: the invalidation alone killed the key. (The failed READ
  * puts the connection in the error state, so it comes last.)
  *
- * With --read-region, member 2 instead RDMA-reads member 1's region at
- * once, with the region's own key: a peer may write the region, never
- * read it, so the read must fail with a remote access error.
+ * With --read-region, member 2 instead RDMA-reads member 1's region, with
+ * the region's own key, as soon as member 1 says it is connected: a peer
+ * may write the region, never read it, so the read must fail with a
+ * remote access error.
  *
  * usage: use_once_member --id 1|2 --port BASE [--transfers N] [--no-window]
  *                        [--read-region]
@@ -256,6 +257,11 @@ static void read_region(struct member *m)
 	uint64_t addr, len;
 	uint32_t rkey;
 
+	/* Member 1 says it is connected first: the failed READ breaks the
+	 * connection, which must not happen while member 1 still waits for
+	 * its own side of it in rdma_sq_connect_all. */
+	post_in(m);
+	member_wait_ok(m, WR_RECV, "member 1's word that it is connected");
 	if (rdma_sq_remote(m->node, m->peer, RDMA_SQ_TARGET_REGION, &addr,
 			   &rkey, &len))
 		die(m, "no region target for member 1");
@@ -305,14 +311,16 @@ int main(int argc, char **argv)
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	member_init(&m, "use_once_member", id, port, REGION, REGCACHE_MONITOR_AUTO);
-	if (region && id == 1)
+	if (region && id == 1) {
+		send_msg(&m, 1);
 		member_wait_peer_gone(&m);
-	else if (region)
+	} else if (region) {
 		read_region(&m);
-	else if (id == 1)
+	} else if (id == 1) {
 		sender(&m, transfers);
-	else
+	} else {
 		receiver(&m);
+	}
 	rdma_sq_destroy(m.node);
 	return 0;
 }
