@@ -112,7 +112,8 @@ void group_resend_defer(struct group *g)
 	group_assert_view_thread(g);
 	if (g->resend_head) {
 		/* This view is ending already (a survivor did not come
-		 * back): the rest waits for the next one. */
+		 * back), or the group failed: the rest waits for the next
+		 * view, or for group_report_unsent. */
 		*g->resend_tail = g->resend_later;
 		g->resend_later = g->resend_head;
 		g->resend_head = NULL;

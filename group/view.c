@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "group/group_int.h"
 #include "rdma/hook.h"
@@ -132,13 +133,17 @@ static void read_rows(struct group *g, bool arrays)
 
 /* The group stopped: once a survivor's last word (its trim, which
  * removes this member) has come, or after twice the suspicion timeout
- * without one, tell the application which of its sends are lost. */
+ * without one, tell the application which of its sends are lost. Not
+ * while the view thread installs a view: the own messages to send again
+ * are its own then, and it may still hand them to the core (it stops at
+ * the failure: install()). */
 static void unsent_pass(struct group *g)
 {
-	uint64_t now = group_now_ms();
+	uint64_t now;
 
-	if (atomic_load(&g->unsent_done))
+	if (atomic_load(&g->unsent_done) || atomic_load(&g->installing))
 		return;
+	now = group_now_ms();
 	if (!g->unsent_since)
 		g->unsent_since = now;
 	for (uint32_t j = 0; j < g->v.n; j++) {
@@ -345,6 +350,30 @@ static uint64_t hello_refusers(struct group *g, uint64_t survivors)
 	return bits;
 }
 
+#ifdef SQUALL_TEST_HOOKS
+/* Test hook resend_stop: the group fails, as a local failure on the
+ * progress thread would (out of memory, a peer's bad announcement), while
+ * the view thread holds the first own message it sends again; the view
+ * thread goes on once the application was told what it lost, or after
+ * 10 s. */
+static void hook_resend_stop(struct group *g)
+{
+	struct timespec tick = { 0, 10 * 1000000L };
+
+	if (!squall_hook_fail("resend_stop"))
+		return;
+	group_fail(g, -ECANCELED, "test hook resend_stop: the group stops "
+		   "while the view thread sends its messages again");
+	for (int i = 0; i < 1000 && !atomic_load(&g->unsent_done); i++)
+		nanosleep(&tick, NULL);
+}
+#else
+static inline void hook_resend_stop(struct group *g)
+{
+	(void)g;
+}
+#endif
+
 /* The view thread's part of a view change: answer the joiners the trim
  * adds, tear the view down and build the next one under epoch_lock
  * (write), then the view upcall and the own messages past the trim, sent
@@ -423,6 +452,11 @@ static void install(struct group *g)
 	atomic_store_explicit(&g->ready, true, memory_order_release);
 	sst_wake(g->v.t);
 	while ((rs = g->resend_head)) {
+		hook_resend_stop(g);
+		/* A failed group sends nothing more: what is left is told
+		 * lost once the install is over (unsent_pass). */
+		if (atomic_load(&g->failed))
+			break;
 		if (group_resend(g, rs, &err))
 			break;
 		g->resend_head = rs->next;
@@ -430,7 +464,8 @@ static void install(struct group *g)
 		resent++;
 	}
 	/* A view that is ending already (a survivor did not come back)
-	 * leaves the rest to the next one. */
+	 * leaves the rest to the next one; a failed group, to the report
+	 * of what it lost. */
 	group_resend_defer(g);
 	atomic_fetch_add(&g->st_resent, resent);
 	atomic_store(&g->st_vc_ms, group_now_ms() - vc_start);

@@ -40,6 +40,11 @@
  *   teardown_late   the end of a view waits 3 s before its teardown stops
  *                   the progress thread: transfers in flight go on meanwhile,
  *                   past the trim the view change delivered
+ *   resend_stop     the group fails (as a local failure on the progress
+ *                   thread would) while the view thread holds the first
+ *                   own message it sends again in a new view; the view
+ *                   thread goes on once the application was told what it
+ *                   lost, or after 10 s
  */
 #ifndef SQUALL_RDMA_HOOK_H
 #define SQUALL_RDMA_HOOK_H
@@ -53,7 +58,7 @@
 	"p2p_read_mid"
 #define SQUALL_HOOK_FAIL_POINTS \
 	"rdmc_lease, p2p_garbage, p2p_old_key, stray_sst, stray_ring, stray_rdmc, " \
-	"teardown_late"
+	"teardown_late, resend_stop"
 
 #ifdef SQUALL_TEST_HOOKS
 void squall_hook(const char *point);

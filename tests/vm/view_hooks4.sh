@@ -56,6 +56,46 @@ hook_round installing 2 installing 3 "0 1" 0,1
 SETS="$SETS rdmc.block_size=16K"
 hook_round rdmc_mid 1 rdmc_mid:10 "" "0 2 3" 0,2,3
 
+# resend: as rdmc_mid, and member 0's group fails (--fail-at resend_stop)
+# while its view thread holds the first of its own messages past the trim,
+# which it was about to send again in the view of 0, 2 and 3. The
+# application must learn of each of its sends exactly once: delivered by
+# the others, or told lost (send_failed); member 0 stops (exit status 3),
+# 2 and 3 go on in a view of themselves.
+EXTRA=([0]="--fail-at resend_stop" [1]="--die-at rdmc_mid:10")
+start_members resend
+wait_line "$OUT/resend.1.err" "^DYING " 180 "${PID[1]}" ||
+    fail "resend: member 1 did not reach rdmc_mid within 180 s$(stop_note resend 1)"
+reap_member resend 1
+wait_line "$OUT/resend.0.out" "^STOPPED member=0 " 240 "${PID[0]}" || {
+    finish 0 1
+    fail "resend: member 0 did not stop within 240 s (exit status $RC: above 128, killed by signal $((RC - 128)))$(stop_note resend 0)"
+}
+finish 0 120
+[ "$RC" = 3 ] || fail "resend: member 0 exited with status $RC, not 3 (its group stopped): $(tail -n3 "$OUT/resend.0.err")"
+grep -q "^FAILING .*why=test hook resend_stop" "$OUT/resend.0.err" ||
+    fail "resend: member 0 never had a message to send again (its hook resend_stop did not fire)"
+for i in 2 3; do
+    wait_line "$OUT/resend.$i.out" "^VIEW member=$i epoch=[0-9]+ members=2,3 " 180 "${PID[$i]}" ||
+        fail "resend: member $i installed no view with members 2,3 within 180 s$(stop_note resend "$i")"
+done
+sleep 3
+stop_streaming resend
+finish_members resend "2 3" 300 0
+check_survivors resend "2 3" "1 0" 2,3 "${KILL_MS[1]}"
+k=$(val "$OUT/resend.2.out" "FROM member=2 sender=0 " count)
+[ "$(val "$OUT/resend.3.out" "FROM member=3 sender=0 " count)" = "$k" ] ||
+    fail "resend: members 2 and 3 delivered different numbers of member 0's messages"
+sent0=$(val "$OUT/resend.0.out" RESULT sent)
+grep -q "^UNSENT member=0 " "$OUT/resend.0.out" ||
+    fail "resend: member 0 was told of no lost send (the others delivered $k of its $sent0)"
+lost=$(val "$OUT/resend.0.out" UNSENT lost)
+unknown=$(val "$OUT/resend.0.out" UNSENT unknown)
+first=$(val "$OUT/resend.0.out" UNSENT first)
+[ "$first" = "$k" ] && [ $((k + lost + unknown)) = "$sent0" ] ||
+    fail "resend: the others delivered member 0's messages 0..$((k - 1)) of $sent0; it was told of $lost lost and $unknown unknown from $first"
+echo "ok: resend: the others delivered $k of member 0's $sent0 messages; member 0 was told of the other $((lost + unknown)) ($lost lost, $unknown unknown), from counter $first"
+
 EXTRA=([0]="--die-at rdmc_refused" [1]="--die-at rdmc_refused"
        [2]="--fail-at rdmc_lease:5" [3]="--die-at rdmc_refused")
 start_members refused
