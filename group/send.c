@@ -315,7 +315,9 @@ static int warm(struct group *g, const void *ptr, size_t len)
 }
 
 /* A message of an ended view sent again (view thread, sends still
- * wedged): its payload is submitted already. */
+ * wedged): its payload is submitted already. It may wait for room in the
+ * window, which a failure of the group ends (group_view_pass wedges the
+ * core). */
 int group_resend(struct group *g, struct group_resend *rs,
 		 struct squall_error *err)
 {

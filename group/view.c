@@ -185,6 +185,11 @@ bool group_view_pass(struct group *g, bool *work)
 
 	group_assert_progress(g);
 	if (atomic_load(&g->failed)) {
+		/* Nothing is delivered or sent from here on: a send waiting
+		 * for room in the window (the view thread's, sending again)
+		 * would wait for ever. */
+		if (g->v.core && !smc_core_error(g->v.core))
+			smc_core_wedge(g->v.core);
 		unsent_pass(g);
 		return true;
 	}

@@ -13,6 +13,8 @@
 #  - rdmc_mid: with no other change, member 1 dies holding half the
 #    blocks of its 10th large message (rdmc.block_size 16K: 200 KB
 #    messages are 13 blocks);
+#  - resend: as rdmc_mid, and member 0's group fails while it sends its
+#    messages again (test hook resend_stop);
 #  - refused: member 2 cannot lease the buffer of its 5th large message
 #    (--fail-at rdmc_lease:5) and says so to the sender, which dies the
 #    moment it learns it (every other member has --die-at rdmc_refused):
@@ -33,12 +35,14 @@ SETS=${SETS:-sst.suspect_timeout_ms=4000 group.view_timeout_ms=3600000}
 RATE=${RATE:-100}
 . "$SRC/tests/vm/view_common.sh"
 
-# hook_round NAME VICTIM POINT LEAVER SURVIVORS MEMBERS
+# hook_round NAME VICTIM POINT LEAVER SURVIVORS MEMBERS [ARG...]: ARGs
+# go to every member.
 hook_round() {
     local name=$1 victim=$2 point=$3 leaver=$4 surv=$5 members=$6 i
+    shift 6
     EXTRA=([$victim]="--die-at $point")
     [ -z "$leaver" ] || EXTRA[$leaver]="--secs 3"
-    start_members "$name"
+    start_members "$name" "$@"
     wait_line "$OUT/$name.$victim.err" "^DYING " 180 "${PID[$victim]}" ||
         fail "$name: member $victim did not reach $point within 180 s$(stop_note "$name" "$victim")"
     reap_member "$name" "$victim"
@@ -56,45 +60,52 @@ hook_round installing 2 installing 3 "0 1" 0,1
 SETS="$SETS rdmc.block_size=16K"
 hook_round rdmc_mid 1 rdmc_mid:10 "" "0 2 3" 0,2,3
 
-# resend: as rdmc_mid, and member 0's group fails (--fail-at resend_stop)
-# while its view thread holds the first of its own messages past the trim,
-# which it was about to send again in the view of 0, 2 and 3. The
-# application must learn of each of its sends exactly once: delivered by
-# the others, or told lost (send_failed); member 0 stops (exit status 3),
-# 2 and 3 go on in a view of themselves.
-EXTRA=([0]="--fail-at resend_stop" [1]="--die-at rdmc_mid:10")
-start_members resend
-wait_line "$OUT/resend.1.err" "^DYING " 180 "${PID[1]}" ||
-    fail "resend: member 1 did not reach rdmc_mid within 180 s$(stop_note resend 1)"
-reap_member resend 1
-wait_line "$OUT/resend.0.out" "^STOPPED member=0 " 240 "${PID[0]}" || {
-    finish 0 1
-    fail "resend: member 0 did not stop within 240 s (exit status $RC: above 128, killed by signal $((RC - 128)))$(stop_note resend 0)"
+# resend_round NAME POINT: as rdmc_mid, and member 0's group fails at
+# POINT while its view thread sends its own messages past the trim again
+# in the view of 0, 2 and 3. The application must learn of each of its
+# sends exactly once: delivered by the others, or told lost
+# (send_failed); member 0 stops (exit status 3), 2 and 3 go on in a view
+# of themselves.
+resend_round() {
+    local name=$1 point=$2 i k sent0 lost unknown first
+    EXTRA=([0]="--fail-at $point" [1]="--die-at rdmc_mid:10")
+    start_members "$name"
+    wait_line "$OUT/$name.1.err" "^DYING " 180 "${PID[1]}" ||
+        fail "$name: member 1 did not reach rdmc_mid within 180 s$(stop_note "$name" 1)"
+    reap_member "$name" 1
+    wait_line "$OUT/$name.0.out" "^STOPPED member=0 " 240 "${PID[0]}" || {
+        finish 0 1
+        fail "$name: member 0 did not stop within 240 s (exit status $RC; 124: it still ran, and was killed; above 128: signal RC - 128)$(stop_note "$name" 0)"
+    }
+    finish 0 120
+    [ "$RC" = 3 ] || fail "$name: member 0 exited with status $RC, not 3 (its group stopped): $(tail -n3 "$OUT/$name.0.err")"
+    grep -q "^FAILING .*why=test hook $point" "$OUT/$name.0.err" ||
+        fail "$name: member 0's hook $point did not fire"
+    for i in 2 3; do
+        wait_line "$OUT/$name.$i.out" "^VIEW member=$i epoch=[0-9]+ members=2,3 " 180 "${PID[$i]}" ||
+            fail "$name: member $i installed no view with members 2,3 within 180 s$(stop_note "$name" "$i")"
+    done
+    sleep 3
+    stop_streaming "$name"
+    finish_members "$name" "2 3" 300 0
+    check_survivors "$name" "2 3" "1 0" 2,3 "${KILL_MS[1]}"
+    k=$(val "$OUT/$name.2.out" "FROM member=2 sender=0 " count)
+    [ "$(val "$OUT/$name.3.out" "FROM member=3 sender=0 " count)" = "$k" ] ||
+        fail "$name: members 2 and 3 delivered different numbers of member 0's messages"
+    sent0=$(val "$OUT/$name.0.out" RESULT sent)
+    grep -q "^UNSENT member=0 " "$OUT/$name.0.out" ||
+        fail "$name: member 0 was told of no lost send (the others delivered $k of its $sent0)"
+    lost=$(val "$OUT/$name.0.out" UNSENT lost)
+    unknown=$(val "$OUT/$name.0.out" UNSENT unknown)
+    first=$(val "$OUT/$name.0.out" UNSENT first)
+    [ "$first" = "$k" ] && [ $((k + lost + unknown)) = "$sent0" ] ||
+        fail "$name: the others delivered member 0's messages 0..$((k - 1)) of $sent0; it was told of $lost lost and $unknown unknown from $first"
+    echo "ok: $name: the others delivered $k of member 0's $sent0 messages; member 0 was told of the other $((lost + unknown)) ($lost lost, $unknown unknown), from counter $first"
 }
-finish 0 120
-[ "$RC" = 3 ] || fail "resend: member 0 exited with status $RC, not 3 (its group stopped): $(tail -n3 "$OUT/resend.0.err")"
-grep -q "^FAILING .*why=test hook resend_stop" "$OUT/resend.0.err" ||
-    fail "resend: member 0 never had a message to send again (its hook resend_stop did not fire)"
-for i in 2 3; do
-    wait_line "$OUT/resend.$i.out" "^VIEW member=$i epoch=[0-9]+ members=2,3 " 180 "${PID[$i]}" ||
-        fail "resend: member $i installed no view with members 2,3 within 180 s$(stop_note resend "$i")"
-done
-sleep 3
-stop_streaming resend
-finish_members resend "2 3" 300 0
-check_survivors resend "2 3" "1 0" 2,3 "${KILL_MS[1]}"
-k=$(val "$OUT/resend.2.out" "FROM member=2 sender=0 " count)
-[ "$(val "$OUT/resend.3.out" "FROM member=3 sender=0 " count)" = "$k" ] ||
-    fail "resend: members 2 and 3 delivered different numbers of member 0's messages"
-sent0=$(val "$OUT/resend.0.out" RESULT sent)
-grep -q "^UNSENT member=0 " "$OUT/resend.0.out" ||
-    fail "resend: member 0 was told of no lost send (the others delivered $k of its $sent0)"
-lost=$(val "$OUT/resend.0.out" UNSENT lost)
-unknown=$(val "$OUT/resend.0.out" UNSENT unknown)
-first=$(val "$OUT/resend.0.out" UNSENT first)
-[ "$first" = "$k" ] && [ $((k + lost + unknown)) = "$sent0" ] ||
-    fail "resend: the others delivered member 0's messages 0..$((k - 1)) of $sent0; it was told of $lost lost and $unknown unknown from $first"
-echo "ok: resend: the others delivered $k of member 0's $sent0 messages; member 0 was told of the other $((lost + unknown)) ($lost lost, $unknown unknown), from counter $first"
+
+# resend: the group fails as the view thread is about to send the first
+# of them (test hook resend_stop).
+resend_round resend resend_stop
 
 EXTRA=([0]="--die-at rdmc_refused" [1]="--die-at rdmc_refused"
        [2]="--fail-at rdmc_lease:5" [3]="--die-at rdmc_refused")
