@@ -409,6 +409,7 @@ struct group {
 	bool stopping;                  /* under lock: the view thread ends */
 	bool install_due;               /* under lock: a trim is everywhere */
 	bool resending;                 /* view thread: leases already taken */
+	bool sending_again;             /* view thread: its resend loop runs */
 
 	/* Joins (join.c), view thread only (or the thread that starts or
 	 * frees the group, while none runs): the TCP listener, and per .cfg

@@ -64,9 +64,14 @@ static int view_enter(struct group *g, bool wait, uint64_t until,
 {
 	bool self = group_lockless(g);
 
-	/* The view thread sends again under the write lock it holds. */
+	/* The view thread sends again under the write lock it holds. Any
+	 * other send of it is an upcall's (view, state_save, failure)
+	 * during a view change, refused as every upcall's send is then: one
+	 * from the view upcall would go before the own messages still to be
+	 * sent again. */
 	if (group_on_view_thread(g))
-		return 0;
+		return g->sending_again ? 0 : squall_error_set(err, -EAGAIN,
+			"member %u: a view change is in progress", g->my_id);
 	for (;;) {
 		uint64_t epoch;
 		int r;

@@ -456,6 +456,7 @@ static void install(struct group *g)
 	group_call_view(g);
 	atomic_store_explicit(&g->ready, true, memory_order_release);
 	sst_wake(g->v.t);
+	g->sending_again = true;
 	while ((rs = g->resend_head)) {
 		hook_resend_stop(g);
 		/* A failed group sends nothing more: what is left is told
@@ -468,6 +469,7 @@ static void install(struct group *g)
 		free(rs);
 		resent++;
 	}
+	g->sending_again = false;
 	/* A view that is ending already (a survivor did not come back)
 	 * leaves the rest to the next one; a failed group, to the report
 	 * of what it lost. */

@@ -12,7 +12,9 @@
 #    drop it in the next change);
 #  - rdmc_mid: with no other change, member 1 dies holding half the
 #    blocks of its 10th large message (rdmc.block_size 16K: 200 KB
-#    messages are 13 blocks);
+#    messages are 13 blocks); every survivor then has messages to send
+#    again, and its view upcall tries a send (--view-send), which must be
+#    refused;
 #  - resend: as rdmc_mid, and member 0's group fails while it sends its
 #    messages again (test hook resend_stop);
 #  - refused: member 2 cannot lease the buffer of its 5th large message
@@ -58,7 +60,16 @@ hook_round published 0 trim_published 3 "1 2" 1,2
 hook_round adopted 1 trim_adopted 3 "0 2" 0,2
 hook_round installing 2 installing 3 "0 1" 0,1
 SETS="$SETS rdmc.block_size=16K"
-hook_round rdmc_mid 1 rdmc_mid:10 "" "0 2 3" 0,2,3
+hook_round rdmc_mid 1 rdmc_mid:10 "" "0 2 3" 0,2,3 --view-send
+# Every survivor's view upcall tried a send (--view-send) while it had
+# messages past the trim to send again: refused, as an upcall's send is
+# during a view change; taken, it would have gone before them.
+for i in 0 2 3; do
+    [ "$(val "$OUT/rdmc_mid.$i.out" VIEWSEND tried)" = 1 ] &&
+        [ "$(val "$OUT/rdmc_mid.$i.out" VIEWSEND refused)" = 1 ] ||
+        fail "rdmc_mid: member $i's send from its view upcall was not refused: $(grep -h '^VIEWSEND' "$OUT/rdmc_mid.$i.out")"
+done
+echo "ok: rdmc_mid: a send from each survivor's view upcall was refused (-EAGAIN)"
 
 # resend_round NAME POINT: as rdmc_mid, and member 0's group fails at
 # POINT while its view thread sends its own messages past the trim again

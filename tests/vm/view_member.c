@@ -55,11 +55,18 @@
  *   UNSENT member=I lost=L unknown=U first=F    (send_failed upcalls:
  *          -ENOTCONN / -ECONNABORTED; F the lowest counter told)
  *   ECHO member=I sent=S refused=R              (with --echo)
+ *   VIEWSEND member=I tried=T sent=S refused=R  (with --view-send)
  *   UNHELD member=I count=C                     (with --check-unheld)
  *   RESULT member=I sent=S delivered=D bad=B dup=X gap=Y epochs=N
  *          view_change_ms=L misbehaved=M (peers removed for what they
  *          sent) joins_dropped=J (join connections closed unanswered)
  *
+ * With --view-send the view upcall of every view after the first tries one
+ * ordered send (group_send_copy of a header alone, counter 2^62, outside
+ * the stream): the view upcall runs during the view change, when an
+ * upcall's send is refused (-EAGAIN), and a send taken there would go
+ * before the member's messages the group still sends again (the others
+ * would count it as a gap).
  * With --log FILE it also writes the run's history for the checker
  * (tests/vsync/log.h: a record per view, per successful send, per
  * delivery and at the end), which the scripts judge with vs_check.
@@ -164,6 +171,10 @@ struct member {
 	/* --echo: sends from the deliver upcall */
 	unsigned echo;
 	uint64_t echo_refused;
+
+	/* --view-send: sends from the view upcall (view thread) */
+	bool view_send;
+	uint64_t view_tried, view_sent, view_refused;
 
 	/* the history (--log): records of the progress thread (views,
 	 * deliveries) and the sending thread, tagged with one epoch */
@@ -427,6 +438,24 @@ static void on_view(void *ctx, const struct group_view *v)
 	}
 	say(m, "VIEW member=%u epoch=%" PRIu64 " members=%s wall_ms=%" PRIu64
 	    "\n", m->id, v->epoch, list, wall_ms());
+	if (m->view_send && v->epoch > 0) {
+		struct hdr h = { .sender = m->id, .counter = 1ull << 62,
+				 .len = sizeof(h) };
+		struct squall_error err;
+		uint8_t none;
+		int r;
+
+		h.sum = fill_sum(&none, 0, m->id, h.counter, false);
+		r = group_send_copy(m->g, &h, sizeof(h), &err);
+		m->view_tried++;
+		if (!r)
+			m->view_sent++;
+		else if (r == -EAGAIN)
+			m->view_refused++;
+		else
+			fprintf(stderr, "view_member %u: send from the view "
+				"upcall: %s\n", m->id, err.msg);
+	}
 }
 
 static void on_failure(void *ctx, uint32_t member, const char *why)
@@ -689,7 +718,7 @@ static void usage(void)
 		"[--secs S] [--stop-file F] [--sizes B,..] [--rate N] "
 		"[--die-after-ms M] [--die-on-commit K] [--log FILE] "
 		"[--keep K] [--echo K] [--die-at POINT[:K]] "
-		"[--fail-at POINT[:K]] [--p2p-flood] [--check-unheld]\n");
+		"[--fail-at POINT[:K]] [--p2p-flood] [--check-unheld] [--view-send]\n");
 }
 
 int main(int argc, char **argv)
@@ -711,6 +740,7 @@ int main(int argc, char **argv)
 		{ "p2p-flood", no_argument, 0, 'P' },
 		{ "fail-at", required_argument, 0, 'F' },
 		{ "check-unheld", no_argument, 0, 'U' },
+		{ "view-send", no_argument, 0, 'V' },
 		{ 0, 0, 0, 0 },
 	};
 	static const size_t def_sizes[] = { 64, 1000, 4000, 200000, 8000 };
@@ -754,6 +784,7 @@ int main(int argc, char **argv)
 		case 'P': m->p2p_flood = true; break;
 		case 'F': setenv("SQUALL_FAIL_AT", optarg, 1); break;
 		case 'U': m->check_unheld = true; break;
+		case 'V': m->view_send = true; break;
 		case 'z':
 			for (char *t = strtok(optarg, ","); t && m->nsizes < MAX_SIZES;
 			     t = strtok(NULL, ","))
@@ -862,6 +893,10 @@ int main(int argc, char **argv)
 	if (m->echo)
 		printf("ECHO member=%u sent=%" PRIu64 " refused=%" PRIu64 "\n",
 		       m->id, m->sent, m->echo_refused);
+	if (m->view_send)
+		printf("VIEWSEND member=%u tried=%" PRIu64 " sent=%" PRIu64
+		       " refused=%" PRIu64 "\n", m->id, m->view_tried,
+		       m->view_sent, m->view_refused);
 	printf("RESULT member=%u sent=%" PRIu64 " delivered=%" PRIu64
 	       " bad=%" PRIu64 " dup=%" PRIu64 " gap=%" PRIu64 " epochs=%u"
 	       " view_change_ms=%" PRIu64 " misbehaved=%" PRIu64
