@@ -28,6 +28,14 @@ static int wait_until(struct group *g, bool (*ok)(struct group *, uint64_t),
 		bool done;
 
 		group_epoch_rdlock(g);
+		if (!g->v.t) {
+			/* No view to wait in: building the last one failed
+			 * (the group failed with it). */
+			group_epoch_rdunlock(g);
+			r = group_failed(g, err);
+			return r ? r : squall_error_set(err, -ENOTCONN, "member "
+				"%u: %s: the group has no view", g->my_id, what);
+		}
 		if (tick)
 			tick(g);
 		done = ok(g, arg);

@@ -32,6 +32,10 @@ static int lease_rings(struct group *g, struct squall_error *err)
 	if (!rg)
 		return squall_error_set(err, -ENOMEM, "out of memory");
 	r = alloc_lease(g->a, 1, &sz, &rg->d);
+	if (!r && squall_hook_fail("rings_lease")) {
+		alloc_release(g->a, &rg->d);
+		r = -ENOMEM;
+	}
 	if (r) {
 		free(rg);
 		return squall_error_set(err, r, "%s: group.region_size (%" PRIu64

@@ -799,6 +799,10 @@ void group_deliver_trim(struct group *g);
  * r < trim_me) or, not known, may not; their buffers go back. Progress
  * thread. */
 void group_report_unsent(struct group *g, bool known, uint64_t trim_me);
+/* Installing a view failed (view thread; nothing of it is live): the own
+ * messages waiting to be sent again are told lost, and the report is
+ * done. */
+void group_report_resends_lost(struct group *g);
 
 /* own.c: own large messages in flight (under lock), and the messages to
  * send again: add one (a large one by its msg_id, if it is still in

@@ -812,10 +812,33 @@ static void unsent_take(void *arg, const void *payload, uint32_t len,
 	alloc_complete(u->g->a, &d);
 }
 
+/* The own messages waiting to be sent again (sent in no view: not
+ * delivered), told in send order and freed. */
+static void unsent_resends(struct unsent *u)
+{
+	struct group *g = u->g;
+	struct group_resend *rs;
+
+	u->known = true;
+	u->again = true;
+	u->trim_me = 0;
+	while ((rs = g->resend_head ? g->resend_head : g->resend_later)) {
+		if (rs == g->resend_head)
+			g->resend_head = rs->next;
+		else
+			g->resend_later = rs->next;
+		if (rs->large)
+			unsent_large(u, rs->msg_id, 0);
+		else
+			unsent_one(u, &rs->d, 0);
+		free(rs);
+	}
+	g->resend_tail = &g->resend_head;
+}
+
 void group_report_unsent(struct group *g, bool known, uint64_t trim_me)
 {
 	struct unsent u = { .g = g, .known = known, .trim_me = trim_me };
-	struct group_resend *rs;
 
 	group_assert_progress(g);
 	/* In order: past the SMC order and waiting behind a large message
@@ -834,21 +857,18 @@ void group_report_unsent(struct group *g, bool known, uint64_t trim_me)
 	}
 	if (g->v.core)
 		smc_core_take_own(g->v.core, unsent_take, &u);
-	u.known = true;
-	u.again = true;
-	u.trim_me = 0;
-	while ((rs = g->resend_head ? g->resend_head : g->resend_later)) {
-		if (rs == g->resend_head)
-			g->resend_head = rs->next;
-		else
-			g->resend_later = rs->next;
-		if (rs->large)
-			unsent_large(&u, rs->msg_id, 0);
-		else
-			unsent_one(&u, &rs->d, 0);
-		free(rs);
-	}
-	g->resend_tail = &g->resend_head;
+	unsent_resends(&u);
 	atomic_store(&g->st_unsent_lost, u.lost);
 	atomic_store(&g->st_unsent_unknown, u.unknown);
+}
+
+void group_report_resends_lost(struct group *g)
+{
+	struct unsent u = { .g = g };
+
+	group_assert_view_thread(g);
+	unsent_resends(&u);
+	atomic_store(&g->st_unsent_lost, u.lost);
+	atomic_store(&g->st_unsent_unknown, 0);
+	atomic_store(&g->unsent_done, true);
 }

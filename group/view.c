@@ -446,6 +446,9 @@ static void install(struct group *g)
 	if (r) {
 		group_fail(g, r, "installing view %" PRIu64 " failed: %s",
 			   nv.epoch, err.msg);
+		/* No progress pass of this view runs (it is not ready):
+		 * what was to be sent again is told lost here. */
+		group_report_resends_lost(g);
 		atomic_store(&g->installing, false);
 		group_epoch_wrunlock(g);
 		stop(g);

@@ -45,6 +45,8 @@
  *                   own message it sends again in a new view; the view
  *                   thread goes on once the application was told what it
  *                   lost, or after 10 s
+ *   rings_lease     a view's build finds no room in the region for its
+ *                   SMC rings (as when kept deliveries hold the old ones)
  */
 #ifndef SQUALL_RDMA_HOOK_H
 #define SQUALL_RDMA_HOOK_H
@@ -58,7 +60,7 @@
 	"p2p_read_mid"
 #define SQUALL_HOOK_FAIL_POINTS \
 	"rdmc_lease, p2p_garbage, p2p_old_key, stray_sst, stray_ring, stray_rdmc, " \
-	"teardown_late, resend_stop"
+	"teardown_late, resend_stop, rings_lease"
 
 #ifdef SQUALL_TEST_HOOKS
 void squall_hook(const char *point);

@@ -17,6 +17,8 @@
 #    refused;
 #  - resend: as rdmc_mid, and member 0's group fails while it sends its
 #    messages again (test hook resend_stop);
+#  - rings: as rdmc_mid, and member 0's build of the next view fails
+#    (test hook rings_lease);
 #  - refused: member 2 cannot lease the buffer of its 5th large message
 #    (--fail-at rdmc_lease:5) and says so to the sender, which dies the
 #    moment it learns it (every other member has --die-at rdmc_refused):
@@ -72,11 +74,11 @@ done
 echo "ok: rdmc_mid: a send from each survivor's view upcall was refused (-EAGAIN)"
 
 # resend_round NAME POINT: as rdmc_mid, and member 0's group fails at
-# POINT while its view thread sends its own messages past the trim again
-# in the view of 0, 2 and 3. The application must learn of each of its
-# sends exactly once: delivered by the others, or told lost
-# (send_failed); member 0 stops (exit status 3), 2 and 3 go on in a view
-# of themselves.
+# POINT (a test hook of view_member --fail-at) while it installs the view
+# of 0, 2 and 3, its own messages past the trim still to be sent again.
+# The application must learn of each of its sends exactly once: delivered
+# by the others, or told lost (send_failed); member 0 stops (exit status
+# 3), 2 and 3 go on in a view of themselves.
 resend_round() {
     local name=$1 point=$2 i k sent0 lost unknown first
     EXTRA=([0]="--fail-at $point" [1]="--die-at rdmc_mid:10")
@@ -117,6 +119,11 @@ resend_round() {
 # resend: the group fails as the view thread is about to send the first
 # of them (test hook resend_stop).
 resend_round resend resend_stop
+# rings_lease: building the view of 0, 2 and 3 fails on member 0 (its
+# region has no room for the rings: test hook rings_lease, at its second
+# passage, the first view's build being the first): what it was to send
+# again goes in no view.
+resend_round rings rings_lease:2
 
 EXTRA=([0]="--die-at rdmc_refused" [1]="--die-at rdmc_refused"
        [2]="--fail-at rdmc_lease:5" [3]="--die-at rdmc_refused")
