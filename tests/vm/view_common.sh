@@ -257,6 +257,34 @@ check_parts() {
     echo "ok: $name: view change parts, ms (agree+deliver(upcalls)+teardown+build(connect)/whole):$parts"
 }
 
+# check_unsent NAME STOPPED SURVIVORS: member STOPPED (its group
+# stopped; it has exited) learnt of each of its sends exactly once: the
+# SURVIVORS (ids, space-separated) all delivered its first K messages,
+# and its send_failed upcalls (UNSENT line) told of every later one as
+# lost (-ENOTCONN: a survivor's trim reached it, or the message was
+# waiting to be sent again), from counter K.
+check_unsent() {
+    local name=$1 w=$2 surv=$3 i k sent lost unknown first
+    for i in $surv; do
+        if [ -z "${k:-}" ]; then
+            k=$(val "$OUT/$name.$i.out" "FROM member=$i sender=$w " count)
+        elif [ "$(val "$OUT/$name.$i.out" "FROM member=$i sender=$w " count)" != "$k" ]; then
+            fail "$name: the survivors delivered different numbers of member $w's messages"
+        fi
+    done
+    sent=$(val "$OUT/$name.$w.out" RESULT sent)
+    grep -q "^UNSENT member=$w " "$OUT/$name.$w.out" ||
+        fail "$name: member $w was told of no lost send (the others delivered $k of its $sent)"
+    lost=$(val "$OUT/$name.$w.out" UNSENT lost)
+    unknown=$(val "$OUT/$name.$w.out" UNSENT unknown)
+    first=$(val "$OUT/$name.$w.out" UNSENT first)
+    [ "$unknown" = 0 ] ||
+        fail "$name: member $w could not tell $unknown sends (no survivor's trim reached it)"
+    [ "$first" = "$k" ] && [ $((k + lost)) = "$sent" ] ||
+        fail "$name: the survivors delivered member $w's messages 0..$((k - 1)) of $sent; it was told of $lost lost from $first"
+    echo "ok: $name: the survivors delivered $k of member $w's $sent messages; member $w was told the other $lost are lost, from counter $first ($(grep "^UNSENT member=$w " "$OUT/$name.$w.out" | sed 's/.* why=//'))"
+}
+
 # end_round NAME SURVIVORS DEAD MEMBERS: each survivor installs a view of
 # exactly MEMBERS (within 180 s), streams 3 s more and closes; then
 # check_survivors, the view change timed from KILL_MS of DEAD (one id).

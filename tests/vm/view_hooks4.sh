@@ -80,7 +80,7 @@ echo "ok: rdmc_mid: a send from each survivor's view upcall was refused (-EAGAIN
 # by the others, or told lost (send_failed); member 0 stops (exit status
 # 3), 2 and 3 go on in a view of themselves.
 resend_round() {
-    local name=$1 point=$2 i k sent0 lost unknown first
+    local name=$1 point=$2 i
     EXTRA=([0]="--fail-at $point" [1]="--die-at rdmc_mid:10")
     start_members "$name"
     wait_line "$OUT/$name.1.err" "^DYING " 180 "${PID[1]}" ||
@@ -102,18 +102,7 @@ resend_round() {
     stop_streaming "$name"
     finish_members "$name" "2 3" 300 0
     check_survivors "$name" "2 3" "1 0" 2,3 "${KILL_MS[1]}"
-    k=$(val "$OUT/$name.2.out" "FROM member=2 sender=0 " count)
-    [ "$(val "$OUT/$name.3.out" "FROM member=3 sender=0 " count)" = "$k" ] ||
-        fail "$name: members 2 and 3 delivered different numbers of member 0's messages"
-    sent0=$(val "$OUT/$name.0.out" RESULT sent)
-    grep -q "^UNSENT member=0 " "$OUT/$name.0.out" ||
-        fail "$name: member 0 was told of no lost send (the others delivered $k of its $sent0)"
-    lost=$(val "$OUT/$name.0.out" UNSENT lost)
-    unknown=$(val "$OUT/$name.0.out" UNSENT unknown)
-    first=$(val "$OUT/$name.0.out" UNSENT first)
-    [ "$first" = "$k" ] && [ $((k + lost + unknown)) = "$sent0" ] ||
-        fail "$name: the others delivered member 0's messages 0..$((k - 1)) of $sent0; it was told of $lost lost and $unknown unknown from $first"
-    echo "ok: $name: the others delivered $k of member 0's $sent0 messages; member 0 was told of the other $((lost + unknown)) ($lost lost, $unknown unknown), from counter $first"
+    check_unsent "$name" 0 "2 3"
 }
 
 # resend: the group fails as the view thread is about to send the first
