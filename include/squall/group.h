@@ -36,10 +36,10 @@
  * group_barrier() or group_close(). Nothing an upcall calls waits (what
  * it would wait for is freed by the thread running it): an ordered send
  * fails with -EAGAIN when the window is full, all large-message slots are
- * in use or a view change is under way (always from the view upcall of a
- * view after the first, and from state_save: the group still sends its
- * own messages past the trim again then), and group_send_copy() with
- * -ENOMEM when the region has no room; the buffer is still the caller's.
+ * in use or a view change is under way (always from state_save and from
+ * the view upcall of a view after the first, which run during one), and
+ * group_send_copy() with -ENOMEM when the region has no room; the buffer
+ * is still the caller's.
  * A delivery the upcall keeps stays intact until group_release(), across
  * view changes. Deliveries and point-to-point messages start as the
  * first view upcall returns (a message a faster peer sent earlier is
