@@ -287,7 +287,8 @@ check_unsent() {
 
 # end_round NAME SURVIVORS DEAD MEMBERS: each survivor installs a view of
 # exactly MEMBERS (within 180 s), streams 3 s more and closes; then
-# check_survivors, the view change timed from KILL_MS of DEAD (one id).
+# check_survivors, the view change timed from KILL_MS of the first of DEAD
+# (ids, space-separated).
 end_round() {
     local name=$1 surv=$2 dead=$3 members=$4 i
     for i in $surv; do
@@ -297,5 +298,5 @@ end_round() {
     sleep 3
     stop_streaming "$name"
     finish_members "$name" "$surv" 300 0
-    check_survivors "$name" "$surv" "$dead" "$members" "${KILL_MS[$dead]}"
+    check_survivors "$name" "$surv" "$dead" "$members" "${KILL_MS[${dead%% *}]}"
 }

@@ -80,7 +80,7 @@ echo "ok: rdmc_mid: a send from each survivor's view upcall was refused (-EAGAIN
 # by the others, or told lost (send_failed); member 0 stops (exit status
 # 3), 2 and 3 go on in a view of themselves.
 resend_round() {
-    local name=$1 point=$2 i
+    local name=$1 point=$2
     EXTRA=([0]="--fail-at $point" [1]="--die-at rdmc_mid:10")
     start_members "$name"
     wait_line "$OUT/$name.1.err" "^DYING " 180 "${PID[1]}" ||
@@ -94,14 +94,7 @@ resend_round() {
     [ "$RC" = 3 ] || fail "$name: member 0 exited with status $RC, not 3 (its group stopped): $(tail -n3 "$OUT/$name.0.err")"
     grep -q "^FAILING .*why=test hook $point" "$OUT/$name.0.err" ||
         fail "$name: member 0's hook $point did not fire"
-    for i in 2 3; do
-        wait_line "$OUT/$name.$i.out" "^VIEW member=$i epoch=[0-9]+ members=2,3 " 180 "${PID[$i]}" ||
-            fail "$name: member $i installed no view with members 2,3 within 180 s$(stop_note "$name" "$i")"
-    done
-    sleep 3
-    stop_streaming "$name"
-    finish_members "$name" "2 3" 300 0
-    check_survivors "$name" "2 3" "1 0" 2,3 "${KILL_MS[1]}"
+    end_round "$name" "2 3" "1 0" 2,3
     check_unsent "$name" 0 "2 3"
 }
 
