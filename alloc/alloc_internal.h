@@ -167,32 +167,41 @@ struct slab {
 typedef uintptr_t mag_ent;
 
 /* A thread's cache for one allocator. Class i's free slots are
- * ent[i][0 .. n-1], newest last. Its count and the thread's lease counter
- * share one word, mw[i] = leases << 8 | n, so that a lease (n - 1, leases
- * + 1) is one add and a release (n + 1) another: no counter of its own on
- * either path. Releases follow from the invariant "pushes - pops = n -
- * net_in[i]", where net_in counts slots refilled from the pool minus slots
- * flushed to it (slow paths only): releases = leases + n - net_in. The
- * words are written by the owner only (a relaxed load and store, no locked
- * instruction) and read by alloc_stats(). */
-#define MAG_N_BITS 8
-#define MAG_N(w) ((size_t)((w) & ((1u << MAG_N_BITS) - 1)))
-#define MAG_LEASE ((uint64_t)1 << MAG_N_BITS)
-_Static_assert(ALLOC_MAG_MAX < (1u << MAG_N_BITS), "magazine count bits");
+ * ent[i][0 .. n-1], newest last. Where its top is and the thread's lease
+ * counter share one word, mw[i] = leases << 16 | top, top being the byte
+ * offset in struct tcache of ent[i][n], so that a lease (top - 8, leases
+ * + 1) is one add and a release (top + 8) another: no counter of its own
+ * on either path, and the slot's address is the cache's plus top, with
+ * no index to compute. The class is empty when top is lo[i] (the offset
+ * of ent[i][0]) and full when it is hi[i] (ent[i][cap]): one compare of
+ * the word's low 16 bits each. Releases follow from the invariant "pushes
+ * - pops = n - net_in[i]", where net_in counts slots refilled from the pool
+ * minus slots flushed to it (slow paths only): releases = leases + n -
+ * net_in. The words are written by the owner only (a relaxed load and
+ * store, no locked instruction) and read by alloc_stats(). */
+#define MAG_TOP_BITS 16
+#define MAG_TOP(w) ((uint32_t)((w) & ((1u << MAG_TOP_BITS) - 1)))
+#define MAG_LEASE ((uint64_t)1 << MAG_TOP_BITS)
+#define MAG_STEP ((uint64_t)sizeof(mag_ent))  /* top's move per slot */
 
 /* What the hit paths read of a cache: the class words, then the allocator
- * it serves. A thread with no cache points at tcache_none, whose `a` no
- * allocator matches, so the TLS pointer is never NULL and the hit paths
- * test one word. (The words come first: with `a` at offset 0 a lease plus
- * release took about 5 % longer in bench/alloc, with the same
- * instructions.) */
+ * it serves and the classes' bounds. A thread with no cache points at
+ * tcache_none, whose `a` no allocator matches, so the TLS pointer is
+ * never NULL and the hit paths test one word. (The words come first: with
+ * `a` at offset 0 a lease plus release took about 5 % longer in
+ * bench/alloc, with the same instructions.) */
 struct tcache_head {
 	atomic_uint_fast64_t mw[ALLOC_NCLASSES];
-	/* The allocator served; TCACHE_DEAD once that is destroyed (by
-	 * another thread, hence atomic), so that a later allocator at the
-	 * same address never matches. Never NULL, so that a NULL allocator
-	 * argument never matches either. */
-	_Atomic(struct alloc *) a;
+	/* The allocator served; TCACHE_DEAD once that is destroyed, so
+	 * that a later allocator at the same address never matches. Never
+	 * NULL, so that a NULL allocator argument never matches either.
+	 * A plain pointer, which the hit paths compare straight from memory:
+	 * alloc_destroy() sets it from another thread, but no thread may use
+	 * the allocator meanwhile (alloc.h), and whatever hands this thread
+	 * its next allocator orders that store before its next read. */
+	struct alloc *a;
+	uint16_t lo[ALLOC_NCLASSES];  /* top of class i when empty */
+	uint16_t hi[ALLOC_NCLASSES];  /* top of class i when full */
 };
 extern struct tcache_head tcache_none;
 #define TCACHE_DEAD ((struct alloc *)(void *)&tcache_none)
@@ -212,6 +221,8 @@ struct tcache {
 	atomic_int_fast64_t net_in[ALLOC_NCLASSES];
 	mag_ent ent[ALLOC_NCLASSES][ALLOC_MAG_MAX];
 };
+_Static_assert(sizeof(struct tcache) < (1u << MAG_TOP_BITS),
+	       "a cache's offsets fit the word's top bits");
 
 static inline uint64_t mag_word(struct tcache *tc, size_t cls)
 {
@@ -221,6 +232,18 @@ static inline uint64_t mag_word(struct tcache *tc, size_t cls)
 static inline void mag_set(struct tcache *tc, size_t cls, uint64_t w)
 {
 	atomic_store_explicit(&tc->h.mw[cls], w, memory_order_relaxed);
+}
+
+/* Slots in class cls of tc, of its word w. */
+static inline unsigned mag_n(const struct tcache *tc, size_t cls, uint64_t w)
+{
+	return (unsigned)((MAG_TOP(w) - tc->h.lo[cls]) / MAG_STEP);
+}
+
+/* The slot at offset top of tc (a word's MAG_TOP, or one step below). */
+static inline mag_ent *mag_at(struct tcache *tc, uint32_t top)
+{
+	return (mag_ent *)(void *)((char *)tc + top);
 }
 
 /* Slots moved from the pool into class cls of tc (negative: back). */
@@ -240,8 +263,8 @@ static inline void mag_counts(struct tcache *tc, unsigned cls,
 	int64_t net = atomic_load_explicit(&tc->net_in[cls],
 					   memory_order_relaxed);
 
-	*leases = w >> MAG_N_BITS;
-	*releases = *leases + MAG_N(w) - (uint64_t)net;
+	*leases = w >> MAG_TOP_BITS;
+	*releases = *leases + mag_n(tc, cls, w) - (uint64_t)net;
 }
 
 struct alloc {
@@ -380,7 +403,7 @@ extern __thread struct tcache_head *alloc_tls_head
  * the first member of a struct tcache. The hit paths test this alone. */
 static inline bool tcache_serves(struct tcache_head *h, struct alloc *a)
 {
-	return atomic_load_explicit(&h->a, memory_order_relaxed) == a;
+	return h->a == a;
 }
 
 /* This thread's cache for a, when the TLS pointer holds it, else NULL. */

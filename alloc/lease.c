@@ -282,7 +282,7 @@ static inline void slot_put(struct alloc *a, struct tcache *tc,
 	}
 	ent = tc->ent[cls];
 	mw = mag_word(tc, cls);
-	n = MAG_N(mw);
+	n = mag_n(tc, cls, mw);
 	if (unlikely(n >= tc->cap[cls])) {
 		/* Give back the oldest half; the newest slots are the ones
 		 * still in this core's cache. */
@@ -291,11 +291,11 @@ static inline void slot_put(struct alloc *a, struct tcache *tc,
 		slab_flush(a, cls, ent, give);
 		memmove(ent, ent + give, (n - give) * sizeof(ent[0]));
 		mag_net(tc, cls, -(int64_t)give);
-		mw -= give;
+		mw -= give * MAG_STEP;
 		n -= give;
 	}
 	ent[n] = ent_make(a, w->off);
-	mag_set(tc, cls, mw + 1);
+	mag_set(tc, cls, mw + MAG_STEP);
 	/* Someone needs space: cached slots must not hide it. */
 	if (unlikely(need_space(a)))
 		bypass(a, tc);
@@ -324,7 +324,7 @@ static bool refill(struct alloc *a, struct tcache *tc, unsigned cls)
 {
 	unsigned want = a->cls[cls].mag_cap / 2, got;
 
-	assert(MAG_N(mag_word(tc, cls)) == 0);
+	assert(mag_n(tc, cls, mag_word(tc, cls)) == 0);
 	got = slab_refill(a, cls, tc->tag, &tc->own[cls], tc->ent[cls], want,
 			  tc->cap[cls]);
 	if (got == 0) {
@@ -333,7 +333,7 @@ static bool refill(struct alloc *a, struct tcache *tc, unsigned cls)
 				  want, tc->cap[cls]);
 	}
 	mag_net(tc, cls, got);
-	mag_set(tc, cls, mag_word(tc, cls) + got);
+	mag_set(tc, cls, mag_word(tc, cls) + got * MAG_STEP);
 	return got > 0;
 }
 
@@ -343,9 +343,9 @@ static bool refill(struct alloc *a, struct tcache *tc, unsigned cls)
 static inline mag_ent slot_pop(struct alloc *a, struct tcache *tc,
 			       size_t cls, uint64_t mw)
 {
-	mag_ent e = tc->ent[cls][MAG_N(mw) - 1];
+	mag_ent e = mag_at(tc, MAG_TOP(mw))[-1];
 
-	mag_set(tc, cls, mw - 1 + MAG_LEASE);
+	mag_set(tc, cls, mw - MAG_STEP + MAG_LEASE);
 	assert(atomic_load_explicit(ent_state(a, e), memory_order_relaxed) ==
 	       st_byte(e, ALLOC_FREE));
 	atomic_store_explicit(ent_state(a, e), st_byte(e, ALLOC_LEASED),
@@ -369,7 +369,8 @@ static inline int lease_one(struct alloc *a, struct tcache *tc, size_t len,
 		return 0;
 	}
 	cls = class_of(a, len);
-	if (unlikely(MAG_N(mag_word(tc, cls)) == 0) && !refill(a, tc, cls))
+	if (unlikely(MAG_TOP(mag_word(tc, cls)) == tc->h.lo[cls]) &&
+	    !refill(a, tc, cls))
 		return -ENOMEM;
 	e = slot_pop(a, tc, cls, mag_word(tc, cls));
 	out->ptr = (void *)e;
@@ -485,7 +486,7 @@ static inline __attribute__((always_inline)) bool lease_hit(struct alloc *a,
 			return false;
 		cls = class_of(a, len);
 		mw = mag_word(tc, cls);
-		if (likely(MAG_N(mw))) {
+		if (likely(MAG_TOP(mw) != h->lo[cls])) {
 			*p = (void *)slot_pop(a, tc, cls, mw);
 			return true;
 		}
@@ -622,32 +623,43 @@ static inline __attribute__((always_inline)) bool release_hit(struct alloc *a,
 							      void *ptr,
 							      size_t len)
 {
-	uint64_t off = (uintptr_t)ptr - (uintptr_t)a->h.base;
+	struct tcache_head *h = alloc_tls_head;
 
-	/* 0 under pressure: every release then goes through release_slow()
-	 * and slot_put(), which give the cache back (bypass()). */
-	if (likely(off < atomic_load_explicit(&a->hit_len,
-					      memory_order_relaxed))) {
-		atomic_uchar *st = &a->state[off >> 6];
-		unsigned char s = atomic_load_explicit(st, memory_order_relaxed);
-		uint32_t info = a->pinfo[off >> ALLOC_PAGE_SHIFT];
-		struct tcache_head *h = alloc_tls_head;
+	/* The cache test comes first: it is false for a NULL a (no cache
+	 * serves NULL), so the hit path needs no test of a of its own. */
+	if (likely(tcache_serves(h, a))) {
+		uint64_t off = (uintptr_t)ptr - (uintptr_t)a->h.base;
 
-		if (likely(st_releasable(s, off) && len < (info >> 8) &&
-			   tcache_serves(h, a))) {
+		/* 0 under pressure: every release then goes through
+		 * release_slow() and slot_put(), which give the cache back
+		 * (bypass()). */
+		if (likely(off < atomic_load_explicit(&a->hit_len,
+						      memory_order_relaxed))) {
+			/* The byte and the low bits from the address (the
+			 * region starts on a page), the page from off. */
+			atomic_uchar *st = ent_state(a, (uintptr_t)ptr);
+			unsigned char s = atomic_load_explicit(st,
+						memory_order_relaxed);
+			uint32_t info = a->pinfo[off >> ALLOC_PAGE_SHIFT];
 			struct tcache *tc = (struct tcache *)h;
-			size_t cls = info & 0xff;
-			uint64_t mw = mag_word(tc, cls);
 
-			if (likely(MAG_N(mw) < tc->cap[cls])) {
-				/* As in app_change(): the holder's writes
-				 * happen before the next holder's. */
-				atomic_store_explicit(st,
-					st_byte(s, ALLOC_FREE),
-					memory_order_release);
-				tc->ent[cls][MAG_N(mw)] = (uintptr_t)ptr;
-				mag_set(tc, cls, mw + 1);
-				return true;
+			if (likely(st_releasable(s, (uintptr_t)ptr) &&
+				   len < (info >> 8))) {
+				size_t cls = info & 0xff;
+				uint64_t mw = mag_word(tc, cls);
+
+				if (likely(MAG_TOP(mw) != h->hi[cls])) {
+					/* As in app_change(): the holder's
+					 * writes happen before the next
+					 * holder's. */
+					atomic_store_explicit(st,
+						st_byte(s, ALLOC_FREE),
+						memory_order_release);
+					*mag_at(tc, MAG_TOP(mw)) =
+						(uintptr_t)ptr;
+					mag_set(tc, cls, mw + MAG_STEP);
+					return true;
+				}
 			}
 		}
 	}
@@ -659,8 +671,6 @@ int (alloc_release)(struct alloc *a, const struct buf_desc *d)
 	void *ptr = d->ptr;
 	size_t len = d->len;
 
-	if (unlikely(!a))
-		return -EINVAL;
 	if (likely(release_hit(a, ptr, len)))
 		return 0;
 	return release_slow(a, ptr, len);
@@ -668,8 +678,6 @@ int (alloc_release)(struct alloc *a, const struct buf_desc *d)
 
 int alloc_release_one(struct alloc *a, struct buf_desc d)
 {
-	if (unlikely(!a))
-		return -EINVAL;
 	if (likely(release_hit(a, d.ptr, d.len)))
 		return 0;
 	return release_slow(a, d.ptr, d.len);

@@ -124,6 +124,11 @@ struct tcache *tcache_slow(struct alloc *a)
 		for (i = 0; i < ALLOC_NCLASSES; i++) {
 			tc->cap[i] = (uint8_t)a->cls[i].mag_cap;
 			tc->own[i] = ALLOC_NIL;
+			tc->h.lo[i] = (uint16_t)((char *)tc->ent[i] -
+						 (char *)tc);
+			tc->h.hi[i] = (uint16_t)(tc->h.lo[i] +
+						 tc->cap[i] * MAG_STEP);
+			mag_set(tc, i, tc->h.lo[i]);
 		}
 		tc->a_next = a->tcs;
 		if (a->tcs)
@@ -146,10 +151,11 @@ void tcache_flush_all(struct alloc *a, struct tcache *tc)
 
 	for (i = 0; i < ALLOC_NCLASSES; i++) {
 		uint64_t w = mag_word(tc, i);
+		unsigned n = mag_n(tc, i, w);
 
-		slab_flush(a, i, tc->ent[i], MAG_N(w));
-		mag_net(tc, i, -(int64_t)MAG_N(w));
-		mag_set(tc, i, w - MAG_N(w));
+		slab_flush(a, i, tc->ent[i], n);
+		mag_net(tc, i, -(int64_t)n);
+		mag_set(tc, i, w - n * MAG_STEP);
 	}
 }
 

@@ -25,7 +25,10 @@
  * with n = 1 as an application writes them (alloc.h takes both to the
  * by-value calls, so the descriptor stays in registers); `squall_one`,
  * alloc_release_one() and alloc_lease_one() called directly, the
- * descriptor by value, as malloc's size and pointer travel.
+ * descriptor by value, as malloc's size and pointer travel. Both keep
+ * their live buffers as an array of descriptors (struct buf_desc), as an
+ * application holds its leases, and the allocator in a local; malloc and
+ * jemalloc keep an array of pointers.
  *
  * usage: alloc IMPL THREADS LO HI [ITERS [ROUNDS]]
  *   IMPL: squall | squall_one | malloc (in `alloc`), jemalloc (in
@@ -43,6 +46,12 @@
 
 #ifdef BENCH_JEMALLOC
 #include <jemalloc/jemalloc.h>
+/* alloc.h's descriptor, which this build does not include: the squall
+ * loop's live buffers, unused here. */
+struct buf_desc {
+	void *ptr;
+	size_t len;
+};
 #else
 #include <squall/alloc.h>
 #endif
@@ -90,13 +99,17 @@ static uint64_t xorshift(uint64_t *s)
  * (always_inline + a constant argument), so no call through a pointer
  * sits between the workload and the allocator. */
 static inline __attribute__((always_inline)) void
-run(enum impl which, void **live, size_t *livelen, const size_t *sizes,
+run(enum impl which, void **live, struct buf_desc *bufs, const size_t *sizes,
     const uint8_t *idx, long n)
 {
+#ifndef BENCH_JEMALLOC
+	struct alloc *a = sq;
+#endif
 	long i;
 
-	(void)livelen;
+	(void)bufs;
 	for (i = 0; i < n; i++) {
+		char *touch;
 		unsigned k = idx[i & (NRAND - 1)];
 		size_t sz = sizes[i & (NRAND - 1)];
 
@@ -104,96 +117,94 @@ run(enum impl which, void **live, size_t *livelen, const size_t *sizes,
 #ifdef BENCH_JEMALLOC
 		case IMPL_JEMALLOC:
 			free(live[k]);
-			live[k] = malloc(sz);
+			touch = live[k] = malloc(sz);
 			break;
 #else
 		case IMPL_SQUALL: {
-			struct buf_desc d = { live[k], livelen[k] };
+			struct buf_desc *d = &bufs[k];
 
-			if (alloc_release(sq, &d) || alloc_lease(sq, 1, &sz, &d))
+			if (alloc_release(a, d) || alloc_lease(a, 1, &sz, d))
 				abort();
-			live[k] = d.ptr;
-			livelen[k] = sz;
+			touch = d->ptr;
 			break;
 		}
 		case IMPL_SQUALL_ONE: {
-			struct buf_desc d = { live[k], livelen[k] };
+			struct buf_desc d;
 
-			if (alloc_release_one(sq, d))
+			if (alloc_release_one(a, bufs[k]))
 				abort();
-			d = alloc_lease_one(sq, sz);
+			d = alloc_lease_one(a, sz);
 			if (!d.ptr)
 				abort();
-			live[k] = d.ptr;
-			livelen[k] = d.len;
+			bufs[k] = d;
+			touch = d.ptr;
 			break;
 		}
 		case IMPL_MALLOC:
 			free(live[k]);
-			live[k] = malloc(sz);
+			touch = live[k] = malloc(sz);
 			break;
 #endif
 		default:
 			abort();
 		}
-		*(volatile char *)live[k] = (char)i;
+		*(volatile char *)touch = (char)i;
 	}
 }
 
-static void *lease_one(size_t sz)
+/* The first lease of slot k: a descriptor for squall, a pointer for the
+ * others. */
+static void lease_first(void **live, struct buf_desc *bufs, size_t sz)
 {
+	(void)bufs;
 	switch (impl) {
 #ifdef BENCH_JEMALLOC
 	case IMPL_JEMALLOC:
-		return malloc(sz);
+		*live = malloc(sz);
+		return;
 #else
 	case IMPL_SQUALL:
-	case IMPL_SQUALL_ONE: {
-		struct buf_desc d;
-
-		if (alloc_lease(sq, 1, &sz, &d))
+	case IMPL_SQUALL_ONE:
+		if (alloc_lease(sq, 1, &sz, bufs))
 			abort();
-		return d.ptr;
-	}
+		return;
 	case IMPL_MALLOC:
-		return malloc(sz);
+		*live = malloc(sz);
+		return;
 #endif
 	default:
 		abort();
 	}
 }
 
-static void release_one(void *p, size_t len)
+static void release_last(void *live, struct buf_desc *bufs)
 {
 	switch (impl) {
 #ifdef BENCH_JEMALLOC
 	case IMPL_JEMALLOC:
-		free(p);
+		free(live);
 		break;
 #else
 	case IMPL_SQUALL:
-	case IMPL_SQUALL_ONE: {
-		struct buf_desc d = { p, len };
-
-		if (alloc_release(sq, &d))
+	case IMPL_SQUALL_ONE:
+		if (alloc_release(sq, bufs))
 			abort();
 		break;
-	}
 	case IMPL_MALLOC:
-		free(p);
+		free(live);
 		break;
 #endif
 	default:
 		abort();
 	}
-	(void)len;
+	(void)bufs;
 }
 
 static void *worker(void *arg)
 {
 	struct worker *w = arg;
 	static __thread void *live[LIVE];
-	static __thread size_t livelen[LIVE];
+	static __thread struct buf_desc bufs[LIVE];
 	size_t *sizes = malloc(NRAND * sizeof(*sizes));
 	uint8_t *idx = malloc(NRAND);
 	uint64_t seed = 0x2545f4914f6cdd1dull * (uint64_t)(w->id + 1);
@@ -203,10 +214,8 @@ static void *worker(void *arg)
 		sizes[i] = lo + xorshift(&seed) % (hi - lo + 1);
 		idx[i] = (uint8_t)(xorshift(&seed) % LIVE);
 	}
-	for (i = 0; i < LIVE; i++) {
-		livelen[i] = sizes[i];
-		live[i] = lease_one(livelen[i]);
-	}
+	for (i = 0; i < LIVE; i++)
+		lease_first(&live[i], &bufs[i], sizes[i]);
 	for (r = -1; r < rounds; r++) {
 		double t0, c0;
 
@@ -216,17 +225,17 @@ static void *worker(void *arg)
 		switch (impl) {
 #ifdef BENCH_JEMALLOC
 		case IMPL_JEMALLOC:
-			run(IMPL_JEMALLOC, live, livelen, sizes, idx, iters);
+			run(IMPL_JEMALLOC, live, bufs, sizes, idx, iters);
 			break;
 #else
 		case IMPL_SQUALL:
-			run(IMPL_SQUALL, live, livelen, sizes, idx, iters);
+			run(IMPL_SQUALL, live, bufs, sizes, idx, iters);
 			break;
 		case IMPL_SQUALL_ONE:
-			run(IMPL_SQUALL_ONE, live, livelen, sizes, idx, iters);
+			run(IMPL_SQUALL_ONE, live, bufs, sizes, idx, iters);
 			break;
 		case IMPL_MALLOC:
-			run(IMPL_MALLOC, live, livelen, sizes, idx, iters);
+			run(IMPL_MALLOC, live, bufs, sizes, idx, iters);
 			break;
 #endif
 		default:
@@ -240,7 +249,7 @@ static void *worker(void *arg)
 		}
 	}
 	for (i = 0; i < LIVE; i++)
-		release_one(live[i], livelen[i]);
+		release_last(live[i], &bufs[i]);
 	free(sizes);
 	free(idx);
 	return NULL;
