@@ -660,6 +660,58 @@ static void counts_across_refills_and_flushes(void **state)
 	alloc_destroy(a);
 }
 
+/* Every class's cache filled past full and emptied past empty, twice:
+ * the hit paths' bounds (a word's top against the class's lo and hi) and
+ * the slow paths' flush and refill keep each slot leased once, the counts
+ * right, and a second release refused, at every cache depth (4 slots at
+ * 64 KiB up to 128 at 64 B). */
+static void cache_bounds_every_class(void **state)
+{
+	struct alloc *a = mk(64 * MiB);
+	struct buf_desc d[ALLOC_MAG_MAX + 8];
+	struct alloc_class_stats st;
+
+	(void)state;
+	for (unsigned c = 0; c < alloc_nclasses(); c++) {
+		size_t sz = alloc_class_size(c);
+		unsigned n = a->cls[c].mag_cap + 3;
+		/* The next class's cache holds two slots meanwhile: a push
+		 * past this class's end would land on them. */
+		size_t nsz = c + 1 < alloc_nclasses() ? alloc_class_size(c + 1) :
+			     sz;
+		struct buf_desc nx[2] = { lease1(a, nsz), lease1(a, nsz) };
+
+		assert_true(n <= sizeof(d) / sizeof(d[0]));
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(alloc_release(a, &nx[i]), 0);
+		for (int round = 0; round < 2; round++) {
+			for (unsigned i = 0; i < n; i++) {
+				d[i] = lease1(a, sz);
+				for (unsigned j = 0; j < i; j++)
+					assert_ptr_not_equal(d[i].ptr, d[j].ptr);
+			}
+			for (unsigned i = 0; i < n; i++)
+				assert_int_equal(alloc_release(a, &d[i]), 0);
+			for (unsigned i = 0; i < n; i++)
+				assert_int_equal(alloc_release(a, &d[i]),
+						 -EALREADY);
+		}
+		for (int i = 0; i < 2; i++) {
+			nx[i] = lease1(a, nsz);
+			assert_int_equal(alloc_state(a, nx[i].ptr), ALLOC_LEASED);
+			assert_int_equal(alloc_release(a, &nx[i]), 0);
+		}
+		assert_int_equal(alloc_stats(a, c, &st), 0);
+		/* Its own rounds, and the four leases as the class after
+		 * the one before (the last class is its own next, too). */
+		assert_int_equal(st.leases, 2 * n + (c > 0 ? 4 : 0) +
+					    (c + 1 == alloc_nclasses() ? 4 : 0));
+		assert_int_equal(st.releases, st.leases);
+		assert_int_equal(st.bytes_in_use, 0);
+	}
+	alloc_destroy(a);
+}
+
 /* Two threads leasing one class at once take their slots from slabs of
  * their own, so that the state bytes their hit paths write (one line per
  * page) do not sit on neighbouring lines: taking pages of one slab in turn,
@@ -1659,6 +1711,7 @@ int main(void)
 		cmocka_unit_test(misuse_inside_windows),
 		cmocka_unit_test(misuse_empty_window_and_stale_slab),
 		cmocka_unit_test(counts_across_refills_and_flushes),
+		cmocka_unit_test(cache_bounds_every_class),
 		cmocka_unit_test(threads_keep_apart),
 		cmocka_unit_test(refills_prefer_own_slab),
 		cmocka_unit_test(a_cache_marks_one_slab_per_class),
