@@ -208,7 +208,6 @@ extern struct tcache_head tcache_none;
 
 struct tcache {
 	struct tcache_head h;       /* must stay first: see tcache_hit() */
-	uint8_t cap[ALLOC_NCLASSES];/* the classes' mag_cap */
 	uint64_t aid;               /* id of the allocator it serves */
 	uint64_t tag;               /* unique per cache, never 0: the slabs
 				       it takes from (struct slab) */

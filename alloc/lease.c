@@ -283,10 +283,10 @@ static inline void slot_put(struct alloc *a, struct tcache *tc,
 	ent = tc->ent[cls];
 	mw = mag_word(tc, cls);
 	n = mag_n(tc, cls, mw);
-	if (unlikely(n >= tc->cap[cls])) {
+	if (unlikely(n >= a->cls[cls].mag_cap)) {
 		/* Give back the oldest half; the newest slots are the ones
 		 * still in this core's cache. */
-		unsigned give = n - tc->cap[cls] / 2u;
+		unsigned give = n - a->cls[cls].mag_cap / 2u;
 
 		slab_flush(a, cls, ent, give);
 		memmove(ent, ent + give, (n - give) * sizeof(ent[0]));
@@ -326,11 +326,11 @@ static bool refill(struct alloc *a, struct tcache *tc, unsigned cls)
 
 	assert(mag_n(tc, cls, mag_word(tc, cls)) == 0);
 	got = slab_refill(a, cls, tc->tag, &tc->own[cls], tc->ent[cls], want,
-			  tc->cap[cls]);
+			  a->cls[cls].mag_cap);
 	if (got == 0) {
 		scavenge(a, tc);
 		got = slab_refill(a, cls, tc->tag, &tc->own[cls], tc->ent[cls],
-				  want, tc->cap[cls]);
+				  want, a->cls[cls].mag_cap);
 	}
 	mag_net(tc, cls, got);
 	mag_set(tc, cls, mag_word(tc, cls) + got * MAG_STEP);

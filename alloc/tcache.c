@@ -122,12 +122,11 @@ struct tcache *tcache_slow(struct alloc *a)
 		tc->tag = ++next_tag;
 		tc->h.a = a;
 		for (i = 0; i < ALLOC_NCLASSES; i++) {
-			tc->cap[i] = (uint8_t)a->cls[i].mag_cap;
 			tc->own[i] = ALLOC_NIL;
 			tc->h.lo[i] = (uint16_t)((char *)tc->ent[i] -
 						 (char *)tc);
-			tc->h.hi[i] = (uint16_t)(tc->h.lo[i] +
-						 tc->cap[i] * MAG_STEP);
+			tc->h.hi[i] = (uint16_t)(tc->h.lo[i] + MAG_STEP *
+						 a->cls[i].mag_cap);
 			mag_set(tc, i, tc->h.lo[i]);
 		}
 		tc->a_next = a->tcs;

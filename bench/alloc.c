@@ -152,8 +152,8 @@ run(enum impl which, void **live, struct buf_desc *bufs, const size_t *sizes,
 	}
 }
 
-/* The first lease of slot k: a descriptor for squall, a pointer for the
- * others. */
+/* The first lease of one live slot: a descriptor for squall, a pointer for
+ * the others. */
 static void lease_first(void **live, struct buf_desc *bufs, size_t sz)
 {
 	(void)bufs;
