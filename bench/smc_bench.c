@@ -40,7 +40,10 @@
  * of the whole VM from /proc/stat; and, where the device counts them
  * (Soft-RoCE's hw_counters), dev_sent_pkts and pkts_per_msg: packets
  * every member sent per message of the phase (data writes, null records,
- * SST pushes, acknowledgements). BREAKDOWN (group_stats) is, per message
+ * SST pushes, acknowledgements), dev_retries: requests the device sent
+ * again (completer_retry_err: after a timeout or an out-of-sequence NAK)
+ * and net_drops: packets the kernel's input backlogs dropped
+ * (/proc/net/softnet_stat), both over the whole host during the phase. BREAKDOWN (group_stats) is, per message
  * of the phase, this member's sst_pushes_per_msg and sst_writes_per_msg,
  * sleeps_per_msg (progress-thread sleeps, each ended by a wake-up), and
  * the mean found_to_delivery_us of others' messages (from the pass that
@@ -124,6 +127,8 @@ struct cpu {
 	uint64_t self_us, main_us, t_ns;
 	uint64_t vm[8];  /* user nice system idle iowait irq softirq steal */
 	uint64_t pkts;   /* packets the RDMA device sent (every member's) */
+	uint64_t retries; /* the device's requests sent again (a timeout, a NAK) */
+	uint64_t drops;  /* packets the kernel's input backlogs dropped */
 };
 
 /* The device's sent-packet counter (Soft-RoCE: hw_counters/sent_pkts),
@@ -131,7 +136,7 @@ struct cpu {
  * many writes and acknowledgements the protocol spends per message. */
 static const char *dev_name;
 
-static uint64_t dev_sent_pkts(void)
+static uint64_t dev_counter(const char *name)
 {
 	char path[256];
 	uint64_t v = 0;
@@ -140,8 +145,8 @@ static uint64_t dev_sent_pkts(void)
 	if (!dev_name || !dev_name[0])
 		return 0;
 	snprintf(path, sizeof(path),
-		 "/sys/class/infiniband/%s/ports/1/hw_counters/sent_pkts",
-		 dev_name);
+		 "/sys/class/infiniband/%s/ports/1/hw_counters/%s", dev_name,
+		 name);
 	f = fopen(path, "r");
 	if (!f)
 		return 0;
@@ -149,6 +154,26 @@ static uint64_t dev_sent_pkts(void)
 		v = 0;
 	fclose(f);
 	return v;
+}
+
+/* Packets the kernel dropped on their way in, over every CPU (the second
+ * column of /proc/net/softnet_stat, hexadecimal: a full input backlog).
+ * Soft-RoCE's packets between members of one host pass there; one lost
+ * costs its sender a retransmission timeout (dev_retries). */
+static uint64_t net_drops(void)
+{
+	unsigned long long processed, dropped;
+	uint64_t sum = 0;
+	char line[512];
+	FILE *f = fopen("/proc/net/softnet_stat", "r");
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%llx %llx", &processed, &dropped) == 2)
+			sum += dropped;
+	fclose(f);
+	return sum;
 }
 
 static uint64_t tv_us(const struct timeval *tv)
@@ -167,7 +192,9 @@ static void cpu_sample(struct cpu *c)
 	getrusage(RUSAGE_THREAD, &ru);
 	c->main_us = tv_us(&ru.ru_utime) + tv_us(&ru.ru_stime);
 	c->t_ns = now_ns();
-	c->pkts = dev_sent_pkts();
+	c->pkts = dev_counter("sent_pkts");
+	c->retries = dev_counter("completer_retry_err");
+	c->drops = net_drops();
 	f = fopen("/proc/stat", "r");
 	if (f) {
 		if (fscanf(f, "cpu %" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64
@@ -203,6 +230,9 @@ static void cpu_print(const struct cpu *a, const struct cpu *b,
 		printf(" dev_sent_pkts=%" PRIu64 " pkts_per_msg=%.2f",
 		       b->pkts - a->pkts,
 		       (double)(b->pkts - a->pkts) / (double)delivered);
+	if (b->pkts)
+		printf(" dev_retries=%" PRIu64 " net_drops=%" PRIu64,
+		       b->retries - a->retries, b->drops - a->drops);
 }
 
 static int rank_of(struct bench *b, uint32_t id)
