@@ -9,6 +9,14 @@
  * the transfer are in flight. Writes gather straight from the member's own
  * buffer at the block's offset into the target's buffer at the same
  * offset, so a block is never copied, wherever it is in the message.
+ * Whatever the number of transfers under way, the block writes in flight
+ * to any one member hold at most PEER_BYTES (one block when a block is
+ * larger; never more than send_window blocks): they share its queue pair
+ * with the SST's pushes and SMC's writes, which wait behind them, and a
+ * heartbeat that waits out the suspicion timeout gets a live member
+ * suspected. In the Soft-RoCE VM, 8 writes of 1 MB blocks per transfer
+ * with many transfers under way held heartbeats back past a 2 s timeout
+ * (tests/vm/rdmc_heartbeat3.sh).
  *
  * A transfer lives in one of RDMC_IMM_SLOTS slots of the engine; a
  * receiver's slot number is what writers put in their immediates, so an
@@ -49,6 +57,10 @@
 #define DEFAULT_RECV_DEPTH 32u
 #define EARLY_MAX 256u
 #define DEFAULT_WINDOW 8u
+/* Block bytes in flight to one member, every transfer together: many
+ * times a link's bandwidth-delay product, and what a push to that member
+ * may wait behind. */
+#define PEER_BYTES (1u << 20)
 
 enum role {
 	ROLE_FREE = 0,
@@ -141,6 +153,11 @@ struct rdmc_engine {
 	char *base;             /* the allocator's region */
 	size_t region_len;
 	struct xfer x[RDMC_IMM_SLOTS];
+	/* Block writes in flight per member (by member id), every transfer
+	 * together: posted, their completion not yet taken. */
+	struct peer_load { uint32_t id; unsigned inflight; }
+		load[RDMA_SQ_MAX_MEMBERS];
+	unsigned nload;
 	struct rdmc_group *groups;
 	/* own_recvs: the peers whose queue pairs have receives posted */
 	uint32_t recv_peers[RDMA_SQ_MAX_MEMBERS];
@@ -431,14 +448,33 @@ static bool holds(const struct xfer *x, uint32_t block)
 	return x->role == ROLE_SEND || x->have[block];
 }
 
+/* The count of block writes in flight to member id (a new entry at 0:
+ * at most RDMA_SQ_MAX_MEMBERS members write through one node). */
+static unsigned *load_of(struct rdmc_engine *e, uint32_t id)
+{
+	for (unsigned i = 0; i < e->nload; i++)
+		if (e->load[i].id == id)
+			return &e->load[i].inflight;
+	assert(e->nload < RDMA_SQ_MAX_MEMBERS);
+	e->load[e->nload] = (struct peer_load){ id, 0 };
+	return &e->load[e->nload++].inflight;
+}
+
 /* Post every write of the plan that may go now, in plan order. */
 static void pump(struct rdmc_engine *e, struct xfer *x)
 {
 	struct rdmc_group *g = x->g;
 	unsigned window = e->o.send_window;
+	uint64_t per_peer;
 
 	if (x->role == ROLE_SEND ? !x->started : x->role != ROLE_RECV)
 		return;
+	/* This group's blocks to one member: PEER_BYTES' worth, at least 1. */
+	per_peer = PEER_BYTES / g->block_size;
+	if (per_peer < 1)
+		per_peer = 1;
+	if (per_peer > window)
+		per_peer = window;
 	while (x->cursor < x->plan.nsends && x->inflight < window) {
 		struct rdmc_send_op op = x->plan.sends[x->cursor];
 		unsigned t = index_of_rank(g, x->sender, op.peer);
@@ -446,11 +482,17 @@ static void pump(struct rdmc_engine *e, struct xfer *x)
 		uint64_t off, len;
 		struct rdma_sq_sge sg;
 		struct squall_error err;
+		unsigned *load;
 		uint64_t raddr;
 		uint32_t rkey;
 		int ret;
 
 		if (!holds(x, op.block) || !m->ready)
+			return;
+		/* That member's queue pair carries enough blocks already:
+		 * the completion of one of them pumps again (pump_all). */
+		load = load_of(e, member_id(g, t));
+		if (*load >= per_peer)
 			return;
 		rdmc_block_span(x->size, g->block_size, op.block, &off, &len);
 		if (m->len < x->size) {
@@ -489,6 +531,7 @@ static void pump(struct rdmc_engine *e, struct xfer *x)
 		}
 		x->cursor++;
 		x->inflight++;
+		(*load)++;
 	}
 }
 
@@ -896,16 +939,37 @@ int rdmc_engine_on_imm(struct rdmc_engine *e, uint32_t peer, uint32_t imm)
 	return 0;
 }
 
+/* A block write completed, which made room on its member's queue pair:
+ * every transfer with writes still to post may go on (those that waited
+ * for that room have no completion of their own to pump them). */
+static void pump_all(struct rdmc_engine *e)
+{
+	for (unsigned i = 0; i < RDMC_IMM_SLOTS; i++) {
+		struct xfer *x = &e->x[i];
+
+		if ((x->role == ROLE_SEND || x->role == ROLE_RECV) &&
+		    x->cursor < x->plan.nsends)
+			pump(e, x);
+	}
+}
+
 static void on_block_sent(struct rdmc_engine *e, const struct rdma_sq_wc *wc)
 {
 	uint64_t data = wc->wr_id & WR_DATA_MASK, off, len;
 	unsigned slot = (unsigned)(data >> 44);
 	uint32_t block = (uint32_t)(data >> 20) & (RDMC_MAX_BLOCKS - 1);
 	struct xfer *x = &e->x[slot];
+	unsigned *load = load_of(e, wc->peer);
 
 	assert(slot < RDMC_IMM_SLOTS);
+	/* Every posted block write completes once, flushed or not, even
+	 * after its transfer was dropped. */
+	assert(*load > 0);
+	if (*load)
+		(*load)--;
 	if ((x->gen & GEN_MASK) != (data & GEN_MASK) || !x->inflight) {
 		e->st.strays++;
+		pump_all(e);
 		return;
 	}
 	x->inflight--;
@@ -929,10 +993,11 @@ static void on_block_sent(struct rdmc_engine *e, const struct rdma_sq_wc *wc)
 	if (x->role == ROLE_DEAD) {
 		if (!x->inflight)
 			reap_dead(e, x);
-		return;
+	} else {
+		pump(e, x);
+		check_done(e, x);
 	}
-	pump(e, x);
-	check_done(e, x);
+	pump_all(e);
 }
 
 static int repost(struct rdmc_engine *e, uint32_t peer, void *buf)
