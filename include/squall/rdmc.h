@@ -152,7 +152,10 @@ struct rdmc_engine_options {
 	 * then. The node must allow that many receives per queue pair. */
 	bool own_recvs;
 	unsigned recv_depth;
-	/* Block writes a member keeps in flight per transfer (default 8). */
+	/* Block writes a member keeps in flight per transfer (default 8).
+	 * Over every transfer together, the blocks in flight to any one
+	 * member hold at most 1 MiB (one block when a block is larger):
+	 * that member's SST pushes and SMC writes wait behind them. */
 	unsigned send_window;
 	/* The registration whose rkey READY grants for receive buffers; it
 	 * must cover the allocator's region with remote write access. NULL:
