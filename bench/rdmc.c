@@ -105,6 +105,18 @@ static void on_sent(void *arg, struct rdmc_group *g, uint64_t id,
 	b->sent++;
 }
 
+/* Windows: RDMC grants its buffers per transfer; no standing target. */
+static int grant_nothing(void *arg, uint32_t peer, enum rdma_sq_target purpose,
+			 void **ptr, size_t *len)
+{
+	(void)arg;
+	(void)peer;
+	(void)purpose;
+	*ptr = NULL;
+	*len = 0;
+	return 0;
+}
+
 /* Peers are checked before polling: a poll that brings the last message
  * may also bring the disconnect of a member that is done, and the caller
  * must see the message first. */
@@ -272,6 +284,13 @@ int main(int argc, char **argv)
 	if (rdma_sq_connect_all(b->node, &err))
 		die(b, "rdma_sq_connect_all", err.msg);
 	if (ro.peer_windows) {
+		/* A node with windows takes each peer's grants before
+		 * anything else from it: RDMC's own come per transfer, so
+		 * there is nothing to grant, but the exchange must happen
+		 * (a READY in its place fails the peer). */
+		if (rdma_sq_grant_all(b->node, grant_nothing, NULL,
+				      b->cfg.connect_timeout_ms, &err))
+			die(b, "rdma_sq_grant_all", err.msg);
 		eo.windows = true;
 	} else {
 		if (rdma_sq_reg_mr(b->node, base, len, 0, &grant, &err))
