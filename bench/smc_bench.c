@@ -43,8 +43,8 @@
  * SST pushes, acknowledgements), dev_retries: requests the device sent
  * again (completer_retry_err: after a timeout or an out-of-sequence NAK)
  * and net_drops: packets the kernel's input backlogs dropped
- * (/proc/net/softnet_stat), both over the whole host during the phase. BREAKDOWN (group_stats) is, per message
- * of the phase, this member's sst_pushes_per_msg and sst_writes_per_msg,
+ * (/proc/net/softnet_stat), both over the whole host during the phase.
+ * BREAKDOWN (group_stats) is, per message of the phase, this member's sst_pushes_per_msg and sst_writes_per_msg,
  * sleeps_per_msg (progress-thread sleeps, each ended by a wake-up), and
  * the mean found_to_delivery_us of others' messages (from the pass that
  * found one in its ring to its delivery: stability and order) and
@@ -131,9 +131,9 @@ struct cpu {
 	uint64_t drops;  /* packets the kernel's input backlogs dropped */
 };
 
-/* The device's sent-packet counter (Soft-RoCE: hw_counters/sent_pkts),
- * or 0 where the device has none: packets per delivered message show how
- * many writes and acknowledgements the protocol spends per message. */
+/* One of the device's counters (Soft-RoCE: hw_counters/NAME), or 0 where
+ * the device has none: sent_pkts per delivered message shows how many
+ * writes and acknowledgements the protocol spends per message. */
 static const char *dev_name;
 
 static uint64_t dev_counter(const char *name)
