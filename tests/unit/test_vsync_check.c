@@ -321,6 +321,49 @@ static void test_good_crash_join_leave(void **state)
 	vs_history_free(&s.h);
 }
 
+/* Member 0's last message of epoch 0 misses the trim of the change that
+ * member 1's leave makes; it is sent again in epoch 1 of {0, 2}, where
+ * member 2 leaves cleanly before it arrives (rdmc_heartbeat3 once did
+ * this). Member 2 lived past the epoch of the send but not past the view
+ * the message belongs to, so it is not owed it. The resend (*q), first in
+ * epoch 1's order, is delivered at member 0 in epoch 1, or, with `later`,
+ * only in epoch 2. */
+static void build_resend_leave(struct sim *s, bool later, uint64_t *q)
+{
+	sim_init(s, 3);
+	sim_rounds(s, 4);
+	*q = s->next_q[0];
+	sim_send_only(s, 0);
+	sim_end(s, 1, VS_END_CLOSED);
+	sim_view(s, BIT(0) | BIT(2));
+	if (!later) {
+		sim_deliver(s, 0, *q, BIT(0));
+		s->total++;
+	}
+	sim_end(s, 2, VS_END_CLOSED);
+	sim_view(s, BIT(0));
+	if (later) {
+		sim_deliver(s, 0, *q, BIT(0));
+		s->total++;
+	}
+	sim_rounds(s, 2);
+	sim_close_all(s);
+}
+
+static void test_good_resend_leave(void **state)
+{
+	(void)state;
+	struct sim s;
+	uint64_t q;
+
+	build_resend_leave(&s, false, &q);
+	expect_clean("resent, leaver in its view", &s.h);
+	vs_history_free(&s.h);
+	build_resend_leave(&s, true, &q);
+	expect_clean("resent past the leave", &s.h);
+	vs_history_free(&s.h);
+}
+
 /* Seven members, 105k messages: a minority of two stops mid-view; the
  * majority delivered three more (one of them from the minority). */
 static void test_good_seven_partition(void **state)
@@ -472,6 +515,28 @@ static void test_bad_live_sender(void **state)
 	vs_report_init(&r, 10);
 	assert_int_equal(vs_check(&s.h, &r), 2); /* at 0 and 2, not 1 */
 	vs_report_free(&r);
+	vs_history_free(&s.h);
+
+	/* A message sent again in epoch 1 is owed to every member that
+	 * lived past epoch 1: here member 2 stays to the end without it. */
+	uint64_t q;
+
+	sim_init(&s, 3);
+	sim_rounds(&s, 4);
+	q = s.next_q[0];
+	sim_send_only(&s, 0);
+	sim_end(&s, 1, VS_END_CLOSED);
+	sim_view(&s, BIT(0) | BIT(2));
+	sim_deliver(&s, 0, q, BIT(0));
+	s.total++;
+	sim_view(&s, BIT(0) | BIT(2));
+	s.h.m[2].views[2].start--; /* it counts what it delivered */
+	sim_close_all(&s);
+	expect("resend lost at a survivor", &s.h, VS_LIVE_SENDER,
+	       P(VS_SAME_SEQUENCE) | P(VS_POSITIONS));
+	expect_line(&s.h, VS_LIVE_SENDER,
+		    "sender 0's #4, sent in epoch 0 and delivered from epoch "
+		    "1, was never delivered at member 2");
 	vs_history_free(&s.h);
 }
 
@@ -1033,6 +1098,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_good_three),
 	    cmocka_unit_test(test_good_crash_join_leave),
+	    cmocka_unit_test(test_good_resend_leave),
 	    cmocka_unit_test(test_good_seven_partition),
 	    cmocka_unit_test(test_good_truncated),
 	    cmocka_unit_test(test_bad_same_sequence),

@@ -271,6 +271,26 @@ static bool delivered(const struct ctx *c, uint32_t sender, uint64_t mseq,
 	       c->idx[i].mseq == mseq && c->idx[i].member == member;
 }
 
+/* The earliest epoch in which any member delivered (sender, mseq), or
+ * UINT64_MAX where nobody did. */
+static uint64_t first_delivery_epoch(const struct ctx *c, uint32_t sender,
+				     uint64_t mseq)
+{
+	uint64_t e = UINT64_MAX;
+
+	for (size_t i = lower(c, sender, mseq, 0);
+	     i < c->nidx && c->idx[i].sender == sender &&
+	     c->idx[i].mseq == mseq;
+	     i++) {
+		const struct vs_deliver *d =
+		    del(c, c->idx[i].member, c->idx[i].i);
+
+		if (d->epoch < e)
+			e = d->epoch;
+	}
+	return e;
+}
+
 static struct epoch_info *epoch_of(const struct ctx *c, uint64_t e)
 {
 	struct epoch_info key = {.epoch = e};
@@ -574,7 +594,12 @@ static void check_live_sender(struct ctx *c)
 		if (!live)
 			continue;
 		for (size_t i = 0; i < ms->nsends; i++) {
-			uint64_t e = ms->sends[i].epoch, q = ms->sends[i].mseq;
+			uint64_t se = ms->sends[i].epoch, q = ms->sends[i].mseq;
+			/* A message past its view's trim is sent again in a
+			 * later view: it is owed as a message of the view in
+			 * which the group first delivered it. */
+			uint64_t d = first_delivery_epoch(c, s, q);
+			uint64_t e = d != UINT64_MAX && d > se ? d : se;
 
 			for_each_member(m, closed)
 			{
@@ -585,12 +610,22 @@ static void check_live_sender(struct ctx *c)
 					continue;
 				if (delivered(c, s, q, m))
 					continue;
-				violation(c, VS_LIVE_SENDER,
-					  "sender %u's #%" PRIu64
-					  ", sent in epoch %" PRIu64
-					  ", was never delivered at member %u "
-					  "(closed)",
-					  s, q, e, m);
+				if (e == se)
+					violation(c, VS_LIVE_SENDER,
+						  "sender %u's #%" PRIu64
+						  ", sent in epoch %" PRIu64
+						  ", was never delivered at "
+						  "member %u (closed)",
+						  s, q, se, m);
+				else
+					violation(c, VS_LIVE_SENDER,
+						  "sender %u's #%" PRIu64
+						  ", sent in epoch %" PRIu64
+						  " and delivered from epoch "
+						  "%" PRIu64 ", was never "
+						  "delivered at member %u "
+						  "(closed)",
+						  s, q, se, e, m);
 			}
 		}
 	}

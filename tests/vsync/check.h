@@ -27,14 +27,17 @@
  *     later). A step back or a gap is reported once, and the check goes on
  *     from the highest mseq seen.
  *  live-sender  For every sender that ended closed, or ended running with
- *     its last epoch the last of the run: each SEND it recorded in epoch e
- *     was delivered at every recipient: a member that ended closed, with
- *     first epoch <= e, and either last epoch > e (it lived past the view
- *     of the send: the trim or the resend in the next view carried it) or
- *     last epoch == e == the last epoch of the run (everyone closed in
- *     that view: close flushes). A member that left cleanly in the view of
- *     the send is not owed it (group_close only flushes its own). This
- *     checks "at least once"; "at most once" is no-duplicate's.
+ *     its last epoch the last of the run: each SEND it recorded in epoch s
+ *     is owed as a message of epoch e: s, or the earliest epoch in which
+ *     any member delivered it where that is later (a message past its
+ *     view's trim is sent again in the next view, and belongs to that
+ *     one). It was delivered at every recipient: a member that ended
+ *     closed, with first epoch <= e, and either last epoch > e (it lived
+ *     past the view: its trim or the resend in the next view carried it)
+ *     or last epoch == e == the last epoch of the run (everyone closed in
+ *     that view: close flushes). A member that left cleanly in the view
+ *     of the message is not owed it (group_close only flushes its own).
+ *     This checks "at least once"; "at most once" is no-duplicate's.
  *  dead-sender  For every sender s that ended crashed or stopped, with L
  *     its last epoch: the members that ended closed with first epoch <= L
  *     < last epoch (they lived through the change that dropped s) hold the
