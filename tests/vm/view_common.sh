@@ -131,25 +131,60 @@ finish_members() {
     done
 }
 
-# val FILE PREFIX KEY: KEY= of the first line of FILE starting with PREFIX.
-val() {
-    grep -E "^$2" "$1" | head -n1 | sed -n "s/.* $3=\([^ ]*\).*/\1/p"
+# The readers below run no process: under the VM's emulated CPU each
+# fork and exec costs tens of milliseconds, and a round's checks read a
+# few hundred values.
+
+# getv VAR FILE PREFIX KEY: sets VAR to KEY= of the first line of FILE
+# that matches the extended regex ^PREFIX (empty when there is none, or
+# that line has no KEY).
+getv() {
+    local _gl _gre="^$3" _gkre=".* $4=([^ ]*)"
+    printf -v "$1" '%s' ""
+    [ -r "$2" ] || return 0
+    while IFS= read -r _gl || [ -n "$_gl" ]; do
+        [[ $_gl =~ $_gre ]] || continue
+        [[ $_gl =~ $_gkre ]] && printf -v "$1" '%s' "${BASH_REMATCH[1]}"
+        return 0
+    done <"$2"
 }
 
-# val0 FILE PREFIX KEY: val, 0 when there is no such line (a member that
-# died before its result adds nothing to the sums below).
+# getv0 VAR FILE PREFIX KEY: getv, 0 when there is no such value (a
+# member that died before its result adds nothing to the sums below).
+getv0() {
+    getv "$@"
+    [ -n "${!1}" ] || printf -v "$1" 0
+}
+
+# val FILE PREFIX KEY and val0 FILE PREFIX KEY: getv and getv0, printed.
+val() {
+    local v
+    getv v "$@"
+    echo "$v"
+}
 val0() {
     local v
-    v=$(val "$@")
-    echo "${v:-0}"
+    getv0 v "$@"
+    echo "$v"
 }
 
-# first_view_ms FILE EPOCH: wall_ms of the first VIEW with epoch >= EPOCH.
+# getview VAR FILE EPOCH: sets VAR to wall_ms of FILE's first VIEW line
+# with epoch >= EPOCH (empty when there is none). first_view_ms FILE
+# EPOCH prints it.
+getview() {
+    local _gl _gre="^VIEW .* epoch=([0-9]+) " _gwre=" wall_ms=([0-9]+)"
+    printf -v "$1" '%s' ""
+    [ -r "$2" ] || return 0
+    while IFS= read -r _gl || [ -n "$_gl" ]; do
+        [[ $_gl =~ $_gre ]] && [ "${BASH_REMATCH[1]}" -ge "$3" ] || continue
+        [[ $_gl =~ $_gwre ]] && printf -v "$1" '%s' "${BASH_REMATCH[1]}"
+        return 0
+    done <"$2"
+}
 first_view_ms() {
-    awk -v e="$2" '/^VIEW / {
-        for (i = 2; i <= NF; i++) { split($i, kv, "="); f[kv[1]] = kv[2] }
-        if (f["epoch"] + 0 >= e + 0) { print f["wall_ms"]; exit }
-    }' "$1"
+    local v
+    getview v "$@"
+    echo "$v"
 }
 
 # measure_survivors NAME SURVIVORS DEAD SINCE_MS: the figures of a run,
@@ -161,17 +196,20 @@ measure_survivors() {
     local name=$1 surv=$2 since=$4 i j sent from t
     VIEW_MS=0 LOST=0 DUPS=0 GAPS=0 BAD=0
     for i in $surv; do
-        local f=$OUT/$name.$i.out
-        t=$(first_view_ms "$f" 1)
+        local f=$OUT/$name.$i.out v
+        getview t "$f" 1
         if [ -z "$t" ]; then VIEW_MS=; elif [ -n "$VIEW_MS" ] && [ $((t - since)) -gt "$VIEW_MS" ]; then
             VIEW_MS=$((t - since))
         fi
-        DUPS=$((DUPS + $(val0 "$f" RESULT dup)))
-        GAPS=$((GAPS + $(val0 "$f" RESULT gap)))
-        BAD=$((BAD + $(val0 "$f" RESULT bad)))
+        getv0 v "$f" RESULT dup
+        DUPS=$((DUPS + v))
+        getv0 v "$f" RESULT gap
+        GAPS=$((GAPS + v))
+        getv0 v "$f" RESULT bad
+        BAD=$((BAD + v))
         for j in $surv; do
-            sent=$(val0 "$OUT/$name.$j.out" RESULT sent)
-            from=$(val0 "$f" "FROM member=$i sender=$j " count)
+            getv0 sent "$OUT/$name.$j.out" RESULT sent
+            getv0 from "$f" "FROM member=$i sender=$j " count
             [ "$from" -ge "$sent" ] || LOST=$((LOST + sent - from))
         done
     done
@@ -203,32 +241,47 @@ $verdict"
 # last survivor installed a view with epoch >= 1), which must be under
 # BOUND_MS when given.
 check_survivors() {
-    local name=$1 surv=$2 dead=$3 members=$4 since=$5 bound=${6:-} i last k
+    local name=$1 surv=$2 dead=$3 members=$4 since=$5 bound=${6:-} i j k v
+    local line result last sent=""
     for i in $surv; do
         local f=$OUT/$name.$i.out
-        grep -q "^RESULT member=$i " "$f" || fail "$name: member $i printed no result"
-        for k in bad dup gap; do
-            [ "$(val "$f" RESULT $k)" = 0 ] ||
-                fail "$name: member $i: $k=$(val "$f" RESULT $k) (see its .err)"
-        done
-        # The failure upcall names only members that were removed.
-        while read -r j; do
-            case " $dead " in *" $j "*) ;; *)
-                fail "$name: member $i reported member $j failed, which was not killed: $(grep "^FAILURE member=$i failed=$j " "$f" | head -n1)" ;;
+        result="" last=""
+        while IFS= read -r line || [ -n "$line" ]; do
+            case $line in
+            "RESULT member=$i "*) result=1 ;;
+            "VIEW "*) last=$line ;;
+            "FAILURE member=$i failed="*)
+                # The failure upcall names only members that were removed.
+                j=${line#"FAILURE member=$i failed="} j=${j%% *}
+                case " $dead " in *" $j "*) ;; *)
+                    fail "$name: member $i reported member $j failed, which was not killed: $line" ;;
+                esac ;;
             esac
-        done < <(sed -n 's/^FAILURE member=[0-9]* failed=\([0-9]*\) .*/\1/p' "$f" | sort -u)
-        last=$(grep "^VIEW " "$f" | tail -n1 | sed -n 's/.* members=\([^ ]*\).*/\1/p')
+        done <"$f"
+        [ -n "$result" ] || fail "$name: member $i printed no result"
+        for k in bad dup gap; do
+            getv v "$f" RESULT $k
+            [ "$v" = 0 ] || fail "$name: member $i: $k=$v (see its .err)"
+        done
+        [[ $last =~ \ members=([^ ]*) ]] && last=${BASH_REMATCH[1]} || last=""
         [ "$last" = "$members" ] ||
             fail "$name: member $i's last view has members $last, not $members"
+        getv v "$f" RESULT sent
+        sent="$sent$i:$v "
     done
     judge "$name" "$dead"
-    echo "ok: $name: sent: $(for j in $surv; do echo -n "$j:$(val "$OUT/$name.$j.out" RESULT sent) "; done)"
+    echo "ok: $name: sent: $sent"
     [ -n "$dead" ] || return 0
     measure_survivors "$name" "$surv" "$dead" "$since"
     [ -n "$VIEW_MS" ] || fail "$name: a survivor installed no view with epoch >= 1"
+    local per="" stats="" t
+    for i in $surv; do
+        getview t "$OUT/$name.$i.out" 1
+        getv v "$OUT/$name.$i.out" RESULT view_change_ms
+        per="$per$i:$((t - since)) " stats="$stats$i:$v "
+    done
     echo "ok: $name: view change: kill to the last survivor's new view $VIEW_MS ms" \
-        "(per survivor: $(for i in $surv; do echo -n "$i:$(( $(first_view_ms "$OUT/$name.$i.out" 1) - since )) "; done)ms;" \
-        "stats last_view_change_ms: $(for i in $surv; do echo -n "$i:$(val "$OUT/$name.$i.out" RESULT view_change_ms) "; done))"
+        "(per survivor: ${per}ms; stats last_view_change_ms: $stats)"
     [ -z "$bound" ] || [ "$VIEW_MS" -le "$bound" ] ||
         fail "$name: the view change took $VIEW_MS ms, over the bound of $bound ms"
     check_parts "$name" "$surv"
@@ -242,10 +295,13 @@ check_parts() {
     local name=$1 i f total a d t b c u parts=""
     for i in $2; do
         f=$OUT/$name.$i.out
-        total=$(val0 "$f" RESULT view_change_ms) a=$(val0 "$f" RESULT agree_ms)
-        d=$(val0 "$f" RESULT deliver_ms) t=$(val0 "$f" RESULT teardown_ms)
-        b=$(val0 "$f" RESULT build_ms) c=$(val0 "$f" RESULT connect_ms)
-        u=$(val0 "$f" RESULT upcall_ms)
+        getv0 total "$f" RESULT view_change_ms
+        getv0 a "$f" RESULT agree_ms
+        getv0 d "$f" RESULT deliver_ms
+        getv0 t "$f" RESULT teardown_ms
+        getv0 b "$f" RESULT build_ms
+        getv0 c "$f" RESULT connect_ms
+        getv0 u "$f" RESULT upcall_ms
         [ $((a + d + t + b)) -le "$total" ] ||
             fail "$name: member $i: the view change's parts (agree $a, deliver $d, teardown $t, build $b ms) add up to more than its $total ms"
         [ "$c" -le "$b" ] ||
