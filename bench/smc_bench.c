@@ -44,8 +44,9 @@
  * again (completer_retry_err: after a timeout or an out-of-sequence NAK)
  * and net_drops: packets the kernel's input backlogs dropped
  * (/proc/net/softnet_stat), both over the whole host during the phase.
- * BREAKDOWN (group_stats) is, per message of the phase, this member's sst_pushes_per_msg and sst_writes_per_msg,
- * sleeps_per_msg (progress-thread sleeps, each ended by a wake-up), and
+ * BREAKDOWN (group_stats) is, per message of the phase, this member's
+ * sst_pushes_per_msg and sst_writes_per_msg, sleeps_per_msg
+ * (progress-thread sleeps, each ended by a wake-up), and
  * the mean found_to_delivery_us of others' messages (from the pass that
  * found one in its ring to its delivery: stability and order) and
  * own_send_to_delivery_us of its own. --latency-only runs only the paced

@@ -321,31 +321,44 @@ static void test_good_crash_join_leave(void **state)
 	vs_history_free(&s.h);
 }
 
-/* Member 0's last message of epoch 0 misses the trim of the change that
- * member 1's leave makes; it is sent again in epoch 1 of {0, 2}, where
- * member 2 leaves cleanly before it arrives (rdmc_heartbeat3 once did
- * this). Member 2 lived past the epoch of the send but not past the view
- * the message belongs to, so it is not owed it. The resend (*q), first in
- * epoch 1's order, is delivered at member 0 in epoch 1, or, with `later`,
- * only in epoch 2. */
-static void build_resend_leave(struct sim *s, bool later, uint64_t *q)
+/* Three members; member 0's last message of epoch 0 (#4) misses the trim
+ * of the change that member 1's leave makes, and is to be sent again in
+ * epoch 1 of {0, 2}, which this installs. Returns its mseq. */
+static uint64_t sim_resend_setup(struct sim *s)
 {
+	uint64_t q;
+
 	sim_init(s, 3);
 	sim_rounds(s, 4);
-	*q = s->next_q[0];
+	q = s->next_q[0];
 	sim_send_only(s, 0);
 	sim_end(s, 1, VS_END_CLOSED);
 	sim_view(s, BIT(0) | BIT(2));
-	if (!later) {
-		sim_deliver(s, 0, *q, BIT(0));
-		s->total++;
-	}
+	return q;
+}
+
+/* Member 0's message q, sent again, is delivered at member 0 alone. */
+static void sim_resent_at_0(struct sim *s, uint64_t q)
+{
+	sim_deliver(s, 0, q, BIT(0));
+	s->total++;
+}
+
+/* After sim_resend_setup, member 2 leaves cleanly before the resend
+ * arrives (rdmc_heartbeat3 once did this). Member 2 lived past the epoch
+ * of the send but not past the view the message belongs to, so it is not
+ * owed it. The resend, first in epoch 1's order, is delivered at member 0
+ * in epoch 1, or, with `later`, only in epoch 2. */
+static void build_resend_leave(struct sim *s, bool later)
+{
+	uint64_t q = sim_resend_setup(s);
+
+	if (!later)
+		sim_resent_at_0(s, q);
 	sim_end(s, 2, VS_END_CLOSED);
 	sim_view(s, BIT(0));
-	if (later) {
-		sim_deliver(s, 0, *q, BIT(0));
-		s->total++;
-	}
+	if (later)
+		sim_resent_at_0(s, q);
 	sim_rounds(s, 2);
 	sim_close_all(s);
 }
@@ -354,12 +367,11 @@ static void test_good_resend_leave(void **state)
 {
 	(void)state;
 	struct sim s;
-	uint64_t q;
 
-	build_resend_leave(&s, false, &q);
+	build_resend_leave(&s, false);
 	expect_clean("resent, leaver in its view", &s.h);
 	vs_history_free(&s.h);
-	build_resend_leave(&s, true, &q);
+	build_resend_leave(&s, true);
 	expect_clean("resent past the leave", &s.h);
 	vs_history_free(&s.h);
 }
@@ -519,16 +531,7 @@ static void test_bad_live_sender(void **state)
 
 	/* A message sent again in epoch 1 is owed to every member that
 	 * lived past epoch 1: here member 2 stays to the end without it. */
-	uint64_t q;
-
-	sim_init(&s, 3);
-	sim_rounds(&s, 4);
-	q = s.next_q[0];
-	sim_send_only(&s, 0);
-	sim_end(&s, 1, VS_END_CLOSED);
-	sim_view(&s, BIT(0) | BIT(2));
-	sim_deliver(&s, 0, q, BIT(0));
-	s.total++;
+	sim_resent_at_0(&s, sim_resend_setup(&s));
 	sim_view(&s, BIT(0) | BIT(2));
 	s.h.m[2].views[2].start--; /* it counts what it delivered */
 	sim_close_all(&s);

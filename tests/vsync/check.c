@@ -600,6 +600,12 @@ static void check_live_sender(struct ctx *c)
 			 * which the group first delivered it. */
 			uint64_t d = first_delivery_epoch(c, s, q);
 			uint64_t e = d != UINT64_MAX && d > se ? d : se;
+			char from[48] = "";
+
+			if (e != se)
+				snprintf(from, sizeof(from),
+					 " and delivered from epoch %" PRIu64,
+					 e);
 
 			for_each_member(m, closed)
 			{
@@ -610,22 +616,12 @@ static void check_live_sender(struct ctx *c)
 					continue;
 				if (delivered(c, s, q, m))
 					continue;
-				if (e == se)
-					violation(c, VS_LIVE_SENDER,
-						  "sender %u's #%" PRIu64
-						  ", sent in epoch %" PRIu64
-						  ", was never delivered at "
-						  "member %u (closed)",
-						  s, q, se, m);
-				else
-					violation(c, VS_LIVE_SENDER,
-						  "sender %u's #%" PRIu64
-						  ", sent in epoch %" PRIu64
-						  " and delivered from epoch "
-						  "%" PRIu64 ", was never "
-						  "delivered at member %u "
-						  "(closed)",
-						  s, q, se, e, m);
+				violation(c, VS_LIVE_SENDER,
+					  "sender %u's #%" PRIu64
+					  ", sent in epoch %" PRIu64
+					  "%s, was never delivered at member "
+					  "%u (closed)",
+					  s, q, se, from, m);
 			}
 		}
 	}
