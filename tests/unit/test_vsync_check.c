@@ -559,6 +559,57 @@ static void test_bad_dead_sender(void **state)
 	vs_history_free(&s.h);
 }
 
+/* Three members deliver five rounds in epoch 0; 3 joins in epoch 1,
+ * where member 2 sends `more` messages (delivered by 0, 1 and 3; the last
+ * one by `last_to`) and crashes; epoch 2 of {0, 1, 3} delivers a round
+ * and everyone closes. The joiner holds 2's messages from epoch 1 on:
+ * what came before came with its state. */
+static void build_join_then_crash(struct sim *s, unsigned more,
+				  uint64_t last_to)
+{
+	sim_init(s, 3);
+	sim_rounds(s, 5);
+	sim_view(s, BIT(0) | BIT(1) | BIT(2) | BIT(3));
+	for (unsigned i = 0; i < more; i++)
+		sim_msg(s, 2, i + 1 < more ? BIT(0) | BIT(1) | BIT(3) : last_to);
+	sim_end(s, 2, VS_END_CRASHED);
+	sim_view(s, BIT(0) | BIT(1) | BIT(3));
+	sim_rounds(s, 1);
+	sim_close_all(s);
+}
+
+static void test_good_join_then_crash(void **state)
+{
+	(void)state;
+	struct sim s;
+
+	/* Nothing of member 2 in epoch 1: the joiner holds none of it,
+	 * members 0 and 1 hold #0..#4 from epoch 0. */
+	build_join_then_crash(&s, 0, 0);
+	expect_clean("a joiner outlives a sender it never heard", &s.h);
+	vs_history_free(&s.h);
+	/* Two more in epoch 1, delivered by all three. */
+	build_join_then_crash(&s, 2, BIT(0) | BIT(1) | BIT(3));
+	expect_clean("a joiner outlives a sender", &s.h);
+	vs_history_free(&s.h);
+}
+
+static void test_bad_dead_sender_joiner(void **state)
+{
+	(void)state;
+	struct sim s;
+
+	/* The joiner misses 2's last message of epoch 1. */
+	build_join_then_crash(&s, 2, BIT(0) | BIT(1));
+	expect("a joiner's prefix differs", &s.h, VS_DEAD_SENDER,
+	       P(VS_SAME_SEQUENCE) | P(VS_POSITIONS));
+	expect_line(&s.h, VS_DEAD_SENDER,
+		    "sender 2 (crashed in epoch 1): members 0 and 3 hold "
+		    "different prefixes of it: 0 up to #6, 3 up to #5 (of "
+		    "what it delivered from epoch 1 on)");
+	vs_history_free(&s.h);
+}
+
 static void test_bad_views(void **state)
 {
 	(void)state;
@@ -1102,6 +1153,7 @@ int main(void)
 	    cmocka_unit_test(test_good_three),
 	    cmocka_unit_test(test_good_crash_join_leave),
 	    cmocka_unit_test(test_good_resend_leave),
+	    cmocka_unit_test(test_good_join_then_crash),
 	    cmocka_unit_test(test_good_seven_partition),
 	    cmocka_unit_test(test_good_truncated),
 	    cmocka_unit_test(test_bad_same_sequence),
@@ -1109,6 +1161,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_fifo),
 	    cmocka_unit_test(test_bad_live_sender),
 	    cmocka_unit_test(test_bad_dead_sender),
+	    cmocka_unit_test(test_bad_dead_sender_joiner),
 	    cmocka_unit_test(test_bad_views),
 	    cmocka_unit_test(test_bad_positions),
 	    cmocka_unit_test(test_bad_ends),

@@ -646,8 +646,22 @@ static void check_dead_sender(struct ctx *c)
 		if (!cmask)
 			continue;
 
+		/* The reference: a member there from the earliest epoch
+		 * (lowest id on ties). A member that joined later holds what
+		 * s's messages the group delivered before through its state,
+		 * not as deliveries: it is compared with what the reference
+		 * delivered from the joiner's first epoch on (rfrom, rhi). */
+		uint32_t r = (uint32_t)__builtin_ctzll(cmask);
+
+		for_each_member(m, cmask)
+		{
+			if (c->first[m] < c->first[r])
+				r = m;
+		}
+
 		uint64_t cnt[VS_MAX_MEMBERS] = {0}, lo[VS_MAX_MEMBERS],
-			 hi[VS_MAX_MEMBERS];
+			 hi[VS_MAX_MEMBERS], rfrom[VS_MAX_MEMBERS] = {0},
+			 rhi[VS_MAX_MEMBERS];
 		size_t a = lower(c, s, 0, 0), b = lower(c, s + 1, 0, 0);
 
 		for (size_t i = a; i < b; i++) {
@@ -663,20 +677,29 @@ static void check_dead_sender(struct ctx *c)
 				lo[m] = x->mseq;
 			hi[m] = x->mseq;
 			cnt[m]++;
+			if (m != r)
+				continue;
+			for_each_member(k, cmask)
+			{
+				if (del(c, r, x->i)->epoch < c->first[k])
+					continue;
+				rhi[k] = x->mseq;
+				rfrom[k]++;
+			}
 		}
 
-		uint32_t r = (uint32_t)__builtin_ctzll(cmask);
-		char ra[40], ma[40];
+		char ra[40], ma[40], from[64];
 
 		for_each_member(m, cmask & ~BIT(r))
 		{
-			bool same = cnt[m] ? cnt[r] && hi[m] == hi[r] : !cnt[r];
+			bool same = cnt[m] ? rfrom[m] && hi[m] == rhi[m]
+					   : !rfrom[m];
 
 			if (same)
 				continue;
-			if (cnt[r])
+			if (rfrom[m])
 				snprintf(ra, sizeof(ra), "up to #%" PRIu64,
-					 hi[r]);
+					 rhi[m]);
 			else
 				snprintf(ra, sizeof(ra), "none of it");
 			if (cnt[m])
@@ -684,11 +707,16 @@ static void check_dead_sender(struct ctx *c)
 					 hi[m]);
 			else
 				snprintf(ma, sizeof(ma), "none of it");
+			from[0] = 0;
+			if (c->first[m] > c->first[r])
+				snprintf(from, sizeof(from), " (of what it "
+					 "delivered from epoch %" PRIu64 " on)",
+					 c->first[m]);
 			violation(c, VS_DEAD_SENDER,
 				  "sender %u (%s in epoch %" PRIu64
 				  "): members %u and %u hold different "
-				  "prefixes of it: %u %s, %u %s",
-				  s, how(c, s), L, r, m, r, ra, m, ma);
+				  "prefixes of it: %u %s, %u %s%s",
+				  s, how(c, s), L, r, m, r, ra, m, ma, from);
 		}
 		for_each_member(m, cmask)
 		{

@@ -41,8 +41,11 @@
  *  dead-sender  For every sender s that ended crashed or stopped, with L
  *     its last epoch: the members that ended closed with first epoch <= L
  *     < last epoch (they lived through the change that dropped s) hold the
- *     same prefix of s: the same highest mseq of s (or none); those whose
- *     first epoch is <= s's first epoch hold all of #0..highest.
+ *     same prefix of s: the same highest mseq of s (or none), a member
+ *     that joined later than another counting only what the other
+ *     delivered from the joiner's first epoch on (what came before came
+ *     with its state); those whose first epoch is <= s's first epoch hold
+ *     all of #0..highest.
  *  views  (a) Every member that installed epoch e installed the same
  *     member set (order aside). (b) Each member's epochs strictly increase
  *     in its record order. (c) A member is in every view it installs.
