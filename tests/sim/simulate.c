@@ -2,20 +2,24 @@
  * simulate - run the view-change simulator (tests/sim/vc_sim.h) over many
  * seeds, or replay one with its trace.
  *
- * usage: simulate [--seeds N] [--first S] [--members MIN-MAX]
+ * usage: simulate [--seeds N] [--first S] [--members MIN-MAX] [--views V]
  *                 [--plant-early-delivery] [--plant-leave-early]
  *                 [--plant-leaver-delivers] [--plant-have-while-wedged]
  *                 [--plant-abort-one-phase]
  *                 [--small-only]
- *        simulate --seed S [--trace] [--members MIN-MAX]
+ *        simulate --seed S [--trace] [--members MIN-MAX] [--views V]
  *                 [--plant-early-delivery] [--plant-leave-early]
  *                 [--plant-leaver-delivers] [--plant-have-while-wedged]
  *                 [--plant-abort-one-phase]
  *                 [--small-only]
  * --small-only: no large messages, and the event mix of the simulator
  * before it modelled them (seeds found then replay exactly).
+ * --views V: go on into the view the members install, and the next, up
+ * to V views in all (default 1; a seed's first view is the same for
+ * every V).
  * Prints each violating seed with what it broke, then
- *   SUMMARY simulate schedules=N violations=V members=MIN-MAX schedules_per_s=R
+ *   SUMMARY simulate schedules=N violations=V members=MIN-MAX views=W schedules_per_s=R
+ * (W: the views simulated, over all schedules)
  * and exits 1 when V > 0.
  */
 #include <getopt.h>
@@ -37,12 +41,12 @@ static double now_s(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: simulate [--seeds N] [--first S] "
-		"[--members MIN-MAX] [--plant-early-delivery] "
+		"[--members MIN-MAX] [--views V] [--plant-early-delivery] "
 		"[--plant-leave-early]\n"
 		"                [--plant-leaver-delivers] [--plant-have-while-wedged]\n"
 		"                [--plant-abort-one-phase]\n"
 		"                [--small-only]\n"
-		"       simulate --seed S [--trace] [--members MIN-MAX] "
+		"       simulate --seed S [--trace] [--members MIN-MAX] [--views V] "
 		"[--plant-early-delivery] [--plant-leave-early]\n"
 		"                [--plant-leaver-delivers] [--plant-have-while-wedged]\n"
 		"                [--plant-abort-one-phase]\n"
@@ -64,10 +68,11 @@ int main(int argc, char **argv)
 		{ "plant-have-while-wedged", no_argument, 0, 'H' },
 		{ "plant-abort-one-phase", no_argument, 0, 'A' },
 		{ "small-only", no_argument, 0, 'O' },
+		{ "views", required_argument, 0, 'V' },
 		{ 0, 0, 0, 0 },
 	};
 	struct vc_sim_opts o = { .nmin = 3, .nmax = 7 };
-	uint64_t seeds = 1000, first = 1, bad = 0;
+	uint64_t seeds = 1000, first = 1, bad = 0, nviews = 0;
 	bool one = false, tr = false;
 	double t0, dt;
 	int c;
@@ -89,6 +94,11 @@ int main(int argc, char **argv)
 		case 'H': o.plant_have_while_wedged = true; break;
 		case 'A': o.plant_abort_one_phase = true; break;
 		case 'O': o.small_only = true; break;
+		case 'V':
+			o.views = (uint32_t)strtoul(optarg, NULL, 0);
+			if (o.views < 1 || o.views > 64)
+				usage();
+			break;
 		default: usage();
 		}
 	}
@@ -105,21 +115,24 @@ int main(int argc, char **argv)
 		o.seed = first + i;
 		if (vc_sim_run(&o, &r)) {
 			bad++;
-			printf("VIOLATION seed=%" PRIu64 " members=%u: %s\n",
-			       o.seed, r.n, r.first);
+			printf("VIOLATION seed=%" PRIu64 " members=%u views=%u: "
+			       "%s\n", o.seed, r.n, r.views, r.first);
 		} else if (one) {
-			printf("seed %" PRIu64 ": %u members, %" PRIu64
+			printf("seed %" PRIu64 ": %u members, %u view%s, %" PRIu64
 			       " events, %u crashes, %u partitions, %u closes, "
-			       "%u joins; %u installed, %u left, %u flushed, "
-			       "%u stopped: no violation\n", o.seed, r.n,
+			       "%u joins; in the last view %u installed the next, "
+			       "%u left, %u flushed, %u stopped: no violation\n",
+			       o.seed, r.n, r.views, r.views == 1 ? "" : "s",
 			       r.events, r.crashes, r.partitions, r.closes,
 			       r.joins, r.installed, r.left, r.flushed,
 			       r.stopped);
 		}
+		nviews += r.views;
 	}
 	dt = now_s() - t0;
 	printf("SUMMARY simulate schedules=%" PRIu64 " violations=%" PRIu64
-	       " members=%u-%u schedules_per_s=%.0f\n", seeds, bad, o.nmin,
-	       o.nmax, dt > 0 ? (double)seeds / dt : 0.0);
+	       " members=%u-%u views=%" PRIu64 " schedules_per_s=%.0f\n",
+	       seeds, bad, o.nmin, o.nmax, nviews,
+	       dt > 0 ? (double)seeds / dt : 0.0);
 	return bad ? 1 : 0;
 }

@@ -67,6 +67,9 @@ struct member {
 	uint64_t seen_seq[SIM_MAX][NSEG];
 	struct push late[SIM_MAX];     /* a push with torn segments, to be
 					  looked at again */
+	uint64_t fence;                /* the push that carries its adoption
+					  (sst_fence: one still put off by a
+					  full send queue counts) */
 	uint64_t landed[SIM_MAX];      /* per peer: my last push it took
 					  whole (the write completed) */
 	uint8_t late_mask[SIM_MAX];    /* its segments still to take */
@@ -96,6 +99,8 @@ struct member {
  * the blocks its plan (rdmc/plan.h) says (masks of members). */
 struct payload {
 	bool large;
+	bool resent;                   /* sent again from an earlier view:
+					  every receiver leases it */
 	uint8_t k;                     /* blocks */
 	uint8_t ready;                 /* receivers that passed the announcement
 					  and leased a buffer (their READY) */
@@ -143,7 +148,22 @@ struct vc_sim {
 	struct payload pay[SIM_MAX][ROUND_MAX];
 	struct detect det[SIM_MAX * SIM_MAX * 2];
 	uint32_t ndet;
-	struct vs_history h;
+	/* The run's history, over every view it simulates: this view's
+	 * members are ranks 0..n-1 here, ids id[] there. */
+	struct vs_history *h;
+	bool owns_h;
+	uint64_t epoch;
+	uint32_t id[SIM_MAX];
+	uint32_t idnext;                   /* no member of the run had an id
+					      from here up: where joiners
+					      come from */
+	size_t dstart[SIM_MAX];            /* each member's deliveries in the
+					      history before this view */
+	/* Each sender's application numbers: its messages here are numbered
+	 * from qbase; the first nresend of them are those the last view's
+	 * trim left out, sent again. */
+	uint64_t qbase[SIM_MAX];
+	uint32_t nresend[SIM_MAX];
 	uint32_t violations;
 	char first[768];
 	uint32_t crashes, partitions, closes, njoins;
@@ -212,6 +232,16 @@ static bool running(const struct member *m)
 static uint64_t all_bits(const struct vc_sim *s)
 {
 	return (1ull << s->n) - 1;
+}
+
+/* The .cfg index bits of the view's members (their ids). */
+static uint64_t view_bits(const struct vc_sim *s)
+{
+	uint64_t b = 0;
+
+	for (uint32_t j = 0; j < s->n; j++)
+		b |= 1ull << s->id[j];
+	return b;
 }
 
 static uint64_t msg_hash(uint32_t sender, uint64_t mseq)
@@ -396,7 +426,7 @@ void vc_sim_crash(struct vc_sim *s, uint32_t j)
 	s->crashes++;
 	trace(s, "member %u crashes", j);
 	cut_off(s, j, all_bits(s));
-	vs_mark_crashed(&s->h, j);
+	vs_mark_crashed(s->h, s->id[j]);
 }
 
 static void partition(struct vc_sim *s)
@@ -789,9 +819,9 @@ static void deliver(struct vc_sim *s, uint32_t j, uint64_t pos)
 	m->done[snd]++;
 	if (s->pay[snd][r].refused)
 		return; /* cancelled: delivered nowhere, counted as done */
-	q = app_id(s, snd, r);
-	vs_add_deliver(&s->h, j, 0, m->ndelivered++, snd, q, 16,
-		       msg_hash(snd, q));
+	q = s->qbase[snd] + app_id(s, snd, r);
+	vs_add_deliver(s->h, s->id[j], s->epoch, m->ndelivered++, s->id[snd],
+		       q, 16, msg_hash(s->id[snd], q));
 }
 
 /* A position the trim holds, at member j: delivered, or passed over (a
@@ -869,27 +899,49 @@ static uint64_t owed_below(const struct vc_sim *s, uint32_t snd,
 	return q;
 }
 
+/* The SEND records of member j's messages among its first `rounds`
+ * rounds that are owed. A message sent again here, because the last
+ * view's trim left it out, is recorded here, as sent in this view: a
+ * view whose members install the next one records only what its trim
+ * holds, and the rest is owed in a view the run may not simulate. */
+static void record_sends(struct vc_sim *s, uint32_t j, uint64_t rounds)
+{
+	uint64_t nq = owed_below(s, j, rounds);
+
+	for (uint64_t i = 0; i < nq; i++)
+		vs_add_send(s->h, s->id[j], s->epoch, s->qbase[j] + i);
+}
+
+/* The ids of the view after the trim member m adopted: its survivors in
+ * rank order, then the joiners it adds. Returns how many. */
+static uint32_t next_ids(const struct vc_sim *s, const struct member *m,
+			 uint32_t *ids)
+{
+	uint32_t k = 0;
+
+	for (uint32_t i = 0; i < s->n; i++)
+		if (!(m->st.tmask >> i & 1))
+			ids[k++] = s->id[i];
+	for (uint32_t i = 0; i < VS_MAX_MEMBERS; i++)
+		if (m->st.tadd >> i & 1)
+			ids[k++] = i;
+	return k;
+}
+
 static void install(struct vc_sim *s, uint32_t j)
 {
 	struct member *m = &s->m[j];
-	uint32_t ids[VS_MAX_MEMBERS], k = 0;
-	uint64_t q;
+	uint32_t ids[VS_MAX_MEMBERS], k = next_ids(s, m, ids);
 
-	/* The next view: the trim's survivors and the joiners it adds. */
-	for (uint32_t i = 0; i < VS_MAX_MEMBERS; i++)
-		if (i < s->n ? !(m->st.tmask >> i & 1) : m->st.tadd >> i & 1)
-			ids[k++] = i;
 	/* Its sends: those below its trim were delivered in this view; the
-	 * rest go again in the next one, which the simulation does not run
-	 * (so they are not owed here). */
-	q = owed_below(s, j, m->st.trim[j]);
-	for (uint64_t i = 0; i < q; i++)
-		vs_add_send(&s->h, j, 0, i);
+	 * rest go again in the next one (not owed here: if the run goes on
+	 * into that view, they are recorded there). Its END comes when the
+	 * run ends with this view (end_installed). */
+	record_sends(s, j, m->st.trim[j]);
 	m->installed = true;
-	vs_add_view(&s->h, j, 1, ids, k, m->ndelivered);
-	vs_add_end(&s->h, j, VS_END_CLOSED);
-	trace(s, "member %u installs view 1 (mask %" PRIx64 ", adds %" PRIx64
-	      ")", j, m->st.tmask, m->st.tadd);
+	vs_add_view(s->h, s->id[j], s->epoch + 1, ids, k, m->ndelivered);
+	trace(s, "member %u installs view %" PRIu64 " (mask %" PRIx64
+	      ", adds %" PRIx64 ")", j, s->epoch + 1, m->st.tmask, m->st.tadd);
 	/* Its old connections close: the others see errors on them. */
 	cut_off(s, j, all_bits(s));
 }
@@ -1001,7 +1053,7 @@ static void stop(struct vc_sim *s, uint32_t j)
 	m->row.susp |= 1ull << j;
 	push_row(s, j);
 	trace(s, "member %u says it is out (push #%" PRIu64 ")", j, m->pushes);
-	vs_add_end(&s->h, j, VS_END_STOPPED);
+	vs_add_end(s->h, s->id[j], VS_END_STOPPED);
 }
 
 /* Learn the suspicions in believed rows (not from suspected members);
@@ -1099,7 +1151,7 @@ void vc_sim_join(struct vc_sim *s, uint32_t j, uint32_t index)
 {
 	struct member *m = &s->m[j];
 
-	if (!running(m) || index < s->n || index >= VS_MAX_MEMBERS)
+	if (!running(m) || index < s->idnext || index >= VS_MAX_MEMBERS)
 		return;
 	s->njoins++;
 	s->joins |= 1ull << index;
@@ -1199,7 +1251,7 @@ static bool view_pass(struct vc_sim *s, uint32_t j, unsigned *acts)
 		.n = s->n,
 		.me = j,
 		.suspected = m->suspected,
-		.inview = all_bits(s),
+		.inview = view_bits(s),
 		.closing = m->close != 0,
 		.rows = rows,
 		.have = have,
@@ -1210,7 +1262,7 @@ static bool view_pass(struct vc_sim *s, uint32_t j, unsigned *acts)
 	in.landed = true;
 	for (uint32_t k = 0; k < s->n; k++)
 		if (k != j && !(m->suspected >> k & 1) && s->l[j][k].up &&
-		    m->landed[k] < m->pushes)
+		    m->landed[k] < m->fence)
 			in.landed = false;
 	for (uint32_t i = 0; i < s->n; i++) {
 		const struct row *r = i == j ? &m->row : &m->seen[i];
@@ -1252,6 +1304,8 @@ static bool view_pass(struct vc_sim *s, uint32_t j, unsigned *acts)
 		m->row.tadd = m->st.tadd;
 		m->row.tmask = m->st.tmask + 1;
 		m->dirty = true;
+		/* The push that carries it is the next one. */
+		m->fence = m->pushes + 1;
 		trace(s, "member %u adopts a trim for mask %" PRIx64
 		      " (adds %" PRIx64 ")", j, m->st.tmask, m->st.tadd);
 	}
@@ -1424,11 +1478,18 @@ struct vc_sim *vc_sim_new(uint32_t n, const struct vc_sim_opts *o)
 	s->o = *o;
 	s->n = n;
 	s->rng = o->seed;
-	vs_history_init(&s->h);
+	s->h = malloc(sizeof(*s->h));
+	if (!s->h) {
+		free(s);
+		return NULL;
+	}
+	s->owns_h = true;
+	vs_history_init(s->h);
+	s->idnext = n;
 	for (uint32_t i = 0; i < n; i++)
-		ids[i] = i;
+		ids[i] = s->id[i] = i;
 	for (uint32_t j = 0; j < n; j++) {
-		vs_add_view(&s->h, j, 0, ids, n, 0);
+		vs_add_view(s->h, j, 0, ids, n, 0);
 		for (uint32_t k = 0; k < n; k++)
 			s->l[j][k].up = j != k;
 		if (smc_order_init(&s->m[j].ord, n, ROUND_MAX)) {
@@ -1455,7 +1516,10 @@ void vc_sim_free(struct vc_sim *s)
 	for (uint32_t k = 0; k <= BLOCKS_MAX; k++)
 		for (uint32_t r = 0; r < SIM_MAX; r++)
 			rdmc_plan_free(&s->plan[k][r]);
-	vs_history_free(&s->h);
+	if (s->owns_h) {
+		vs_history_free(s->h);
+		free(s->h);
+	}
 	free(s);
 }
 
@@ -1562,6 +1626,11 @@ static void why_waiting(const struct vc_sim *s, uint32_t j, char *buf,
 	snprintf(buf, len, "member %u waits forever (%s)", j, st);
 }
 
+static bool same_del(const struct vs_deliver *a, const struct vs_deliver *b)
+{
+	return a->sender == b->sender && a->mseq == b->mseq;
+}
+
 /* Members that flushed together delivered one and the same sequence,
  * holding every message of each member that closed (flushed too, or left
  * alone: either way all it sent is delivered everywhere). */
@@ -1571,7 +1640,7 @@ static void check_flushers(struct vc_sim *s)
 
 	for (uint32_t j = 0; j < s->n; j++) {
 		const struct vs_member *a, *b;
-		size_t i;
+		size_t i, na, nb;
 
 		if (!s->m[j].departed || s->m[j].close != 2)
 			continue;
@@ -1586,24 +1655,28 @@ static void check_flushers(struct vc_sim *s)
 			ref = (int)j;
 			continue;
 		}
-		a = &s->h.m[ref];
-		b = &s->h.m[j];
-		for (i = 0; i < a->ndels && i < b->ndels; i++)
-			if (a->dels[i].sender != b->dels[i].sender ||
-			    a->dels[i].mseq != b->dels[i].mseq)
+		a = &s->h->m[s->id[ref]];
+		b = &s->h->m[s->id[j]];
+		na = a->ndels - s->dstart[ref];
+		nb = b->ndels - s->dstart[j];
+		for (i = 0; i < na && i < nb; i++)
+			if (!same_del(&a->dels[s->dstart[ref] + i],
+				      &b->dels[s->dstart[j] + i]))
 				break;
-		if (i < a->ndels && i < b->ndels)
+		if (i < na && i < nb)
 			violation(s, "members %d and %u flushed together but "
-				  "delivered different sequences: at position "
-				  "%zu, %d delivered (sender %u, #%" PRIu64
-				  "), %u delivered (sender %u, #%" PRIu64 ")",
-				  ref, j, i, ref, a->dels[i].sender,
-				  a->dels[i].mseq, j, b->dels[i].sender,
-				  b->dels[i].mseq);
-		else if (a->ndels != b->ndels)
+				  "delivered different sequences: at their "
+				  "message %zu of the view, %d delivered (sender "
+				  "%u, #%" PRIu64 "), %u delivered (sender %u, #%"
+				  PRIu64 ")", ref, j, i, ref,
+				  a->dels[s->dstart[ref] + i].sender,
+				  a->dels[s->dstart[ref] + i].mseq, j,
+				  b->dels[s->dstart[j] + i].sender,
+				  b->dels[s->dstart[j] + i].mseq);
+		else if (na != nb)
 			violation(s, "members %d and %u flushed together but "
-				  "delivered %zu and %zu messages", ref, j,
-				  a->ndels, b->ndels);
+				  "delivered %zu and %zu messages in the view",
+				  ref, j, na, nb);
 	}
 }
 
@@ -1615,13 +1688,17 @@ static void check_flushers(struct vc_sim *s)
 static void check_leavers(struct vc_sim *s)
 {
 	for (uint32_t l = 0; l < s->n; l++) {
-		const struct vs_member *a = &s->h.m[l];
+		const struct vs_member *h = &s->h->m[s->id[l]];
+		const struct vs_deliver *a = h->dels + s->dstart[l];
+		size_t na = h->ndels - s->dstart[l];
 
 		if (!s->m[l].departed || s->m[l].close != VC_CLOSE_LEFT)
 			continue;
 		for (uint32_t k = 0; k < s->n; k++) {
 			const struct member *m = &s->m[k];
-			const struct vs_member *b = &s->h.m[k];
+			const struct vs_member *hk = &s->h->m[s->id[k]];
+			const struct vs_deliver *b = hk->dels + s->dstart[k];
+			size_t nb = hk->ndels - s->dstart[k];
 			const char *how;
 			size_t i;
 
@@ -1636,25 +1713,24 @@ static void check_leavers(struct vc_sim *s)
 					  "%" PRIu64 " of the %" PRIu64
 					  " messages it sent", l, k, how,
 					  m->done[l], s->msgs[l]);
-			for (i = 0; i < a->ndels && i < b->ndels; i++)
-				if (a->dels[i].sender != b->dels[i].sender ||
-				    a->dels[i].mseq != b->dels[i].mseq)
+			for (i = 0; i < na && i < nb; i++)
+				if (!same_del(&a[i], &b[i]))
 					break;
-			if (i < a->ndels && i < b->ndels)
+			if (i < na && i < nb)
 				violation(s, "member %u left in order, but "
 					  "delivered (sender %u, #%" PRIu64 ") "
-					  "as its message %zu, where member %u, "
-					  "which %s, delivered (sender %u, #%"
-					  PRIu64 ")", l, a->dels[i].sender,
-					  a->dels[i].mseq, i, k, how,
-					  b->dels[i].sender, b->dels[i].mseq);
-			else if (i < a->ndels)
+					  "as its message %zu of the view, where "
+					  "member %u, which %s, delivered (sender "
+					  "%u, #%" PRIu64 ")", l, a[i].sender,
+					  a[i].mseq, i, k, how, b[i].sender,
+					  b[i].mseq);
+			else if (i < na)
 				violation(s, "member %u left in order, but "
 					  "delivered (sender %u, #%" PRIu64 ") "
-					  "as its message %zu, where member %u, "
-					  "which %s, delivered only %zu in the "
-					  "view", l, a->dels[i].sender,
-					  a->dels[i].mseq, i, k, how, b->ndels);
+					  "as its message %zu of the view, where "
+					  "member %u, which %s, delivered only %zu "
+					  "in the view", l, a[i].sender, a[i].mseq,
+					  i, k, how, nb);
 		}
 	}
 }
@@ -1681,17 +1757,25 @@ static void end_closers(struct vc_sim *s)
 		if (!m->departed)
 			continue;
 		if (m->close == VC_CLOSE_LEFT || !left || installed)
-			for (uint64_t q = 0, nq = owed_below(s, j, s->sent[j]);
-			     q < nq; q++)
-				vs_add_send(&s->h, j, 0, q);
-		vs_add_end(&s->h, j, VS_END_CLOSED);
+			record_sends(s, j, s->sent[j]);
+		vs_add_end(s->h, s->id[j], VS_END_CLOSED);
 	}
 }
 
-uint32_t vc_sim_finish(struct vc_sim *s, uint64_t budget,
-		       struct vc_sim_result *r)
+/* The run ends with this view: those that installed the next one end
+ * there, closed (its history is not simulated). */
+static void end_installed(struct vc_sim *s)
 {
-	struct vs_report rep;
+	for (uint32_t j = 0; j < s->n; j++)
+		if (s->m[j].installed)
+			vs_add_end(s->h, s->id[j], VS_END_CLOSED);
+}
+
+/* Run the view to its end without new faults (every member installed,
+ * closed, stopped or crashed, or `budget` events passed), and judge what
+ * the checker cannot see in it. */
+static void settle(struct vc_sim *s, uint64_t budget)
+{
 	const struct member *first = NULL;
 
 	s->faults_left = 0;
@@ -1750,8 +1834,16 @@ uint32_t vc_sim_finish(struct vc_sim *s, uint64_t budget,
 	check_leavers(s);
 	check_flushers(s);
 	end_closers(s);
+}
+
+/* The run ends with view s: the checker judges its whole history. */
+static uint32_t judge(struct vc_sim *s, struct vc_sim_result *r)
+{
+	struct vs_report rep;
+
+	end_installed(s);
 	vs_report_init(&rep, 4);
-	if (vs_check(&s->h, &rep) > 0)
+	if (vs_check(s->h, &rep) > 0)
 		violation(s, "%s", rep.nlines ? rep.lines[0] : "vsync checker");
 	memset(r, 0, sizeof(*r));
 	r->n = s->n;
@@ -1769,10 +1861,129 @@ uint32_t vc_sim_finish(struct vc_sim *s, uint64_t budget,
 		r->left += m->departed && m->close == VC_CLOSE_LEFT;
 		r->flushed += m->departed && m->close == 2;
 	}
+	r->views = 1;
 	r->violations = s->violations + (uint32_t)rep.violations;
 	snprintf(r->first, sizeof(r->first), "%s", s->first);
 	vs_report_free(&rep);
 	return r->violations;
+}
+
+uint32_t vc_sim_finish(struct vc_sim *s, uint64_t budget,
+		       struct vc_sim_result *r)
+{
+	settle(s, budget);
+	return judge(s, r);
+}
+
+/* ---- the next view ------------------------------------------------------- */
+
+/* The view the members of s installed, as its own simulation: the same
+ * history and random stream; its members are the survivors (one that
+ * adopted the trim but did not install is dead from the start there, as
+ * a survivor that does not come back: the others suspect it in time) and
+ * the joiners (fresh members whose history starts here). Each survivor
+ * first sends again, in order, its messages the trim left out, under
+ * their numbers (large ones large again: every receiver leases those).
+ * NULL when nobody installed, when the view would have fewer than 2 or
+ * more than SIM_MAX members, or out of memory. */
+static struct vc_sim *next_view(struct vc_sim *s)
+{
+	const struct member *inst = NULL;
+	uint32_t ids[VS_MAX_MEMBERS], k, dead[SIM_MAX], ndead = 0;
+	struct vc_sim *t;
+
+	for (uint32_t j = 0; j < s->n && !inst; j++)
+		if (s->m[j].installed)
+			inst = &s->m[j];
+	if (!inst)
+		return NULL;
+	k = next_ids(s, inst, ids);
+	if (k < 2 || k > SIM_MAX || !(t = calloc(1, sizeof(*t))))
+		return NULL;
+	t->o = s->o;
+	t->n = k;
+	t->rng = s->rng;
+	t->h = s->h;
+	t->epoch = s->epoch + 1;
+	t->events = s->events;
+	t->idnext = s->idnext;
+	for (uint32_t r = 0; r < k; r++) {
+		struct member *m = &t->m[r];
+		int o = -1;
+
+		t->id[r] = ids[r];
+		if (ids[r] + 1 > t->idnext)
+			t->idnext = ids[r] + 1;
+		t->dstart[r] = t->h->m[ids[r]].ndels;
+		m->ndelivered = inst->ndelivered;
+		for (uint32_t q = 0; q < k; q++)
+			t->l[r][q].up = r != q;
+		if (smc_order_init(&m->ord, k, ROUND_MAX)) {
+			vc_sim_free(t);
+			return NULL;
+		}
+		for (uint32_t j = 0; j < s->n; j++)
+			if (s->id[j] == ids[r])
+				o = (int)j;
+		if (o < 0) {
+			vs_add_view(t->h, ids[r], t->epoch, ids, k,
+				    inst->ndelivered);
+			continue;
+		}
+		if (!s->m[o].installed) {
+			dead[ndead++] = r;
+			continue;
+		}
+		/* Its messages the trim left out go again first. */
+		{
+			uint64_t kept = owed_below(s, (uint32_t)o,
+						    inst->st.trim[o]);
+			uint64_t all = owed_below(s, (uint32_t)o, s->sent[o]);
+
+			t->qbase[r] = s->qbase[o] + kept;
+			t->nresend[r] = (uint32_t)(all - kept);
+		}
+	}
+	for (uint32_t b = 1; b <= BLOCKS_MAX; b++)
+		for (uint32_t r = 0; r < k; r++)
+			if (rdmc_plan_build(RDMC_BINOMIAL, k, b, r,
+					    &t->plan[b][r])) {
+				vc_sim_free(t);
+				return NULL;
+			}
+	trace(t, "view %" PRIu64 ": %u members, ids by rank:", t->epoch, k);
+	for (uint32_t r = 0; r < k; r++)
+		trace(t, "  rank %u = id %u%s", r, ids[r], t->nresend[r] ?
+		      " (sends again what the trim left out)" : "");
+	for (uint32_t r = 0; r < k; r++) {
+		int o = -1;
+		uint32_t sent = 0;
+
+		for (uint32_t j = 0; j < s->n; j++)
+			if (s->id[j] == ids[r] && s->m[j].installed)
+				o = (int)j;
+		if (o < 0)
+			continue;
+		for (uint64_t rd = inst->st.trim[o];
+		     rd < s->sent[o] && sent < t->nresend[r]; rd++) {
+			if (s->mseq[o][rd] == NULL_ROUND ||
+			    s->pay[o][rd].refused)
+				continue;
+			send_record(t, r, true, s->pay[o][rd].large, 1);
+			t->pay[r][t->sent[r] - 1].resent = true;
+			sent++;
+		}
+	}
+	for (uint32_t i = 0; i < ndead; i++) {
+		t->m[dead[i]].crashed = true;
+		t->crashes++;
+		trace(t, "member %u (id %u) did not come back", dead[i],
+		      ids[dead[i]]);
+		cut_off(t, dead[i], all_bits(t));
+	}
+	t->owns_h = s->owns_h;
+	s->owns_h = false;
+	return t;
 }
 
 /* ---- random schedules ---------------------------------------------------- */
@@ -1808,7 +2019,7 @@ static void fire(struct vc_sim *s, const struct sched *e)
 		j = (uint32_t)below(s, s->n);
 		for (uint32_t i = 0; i < s->n; i++, j = (j + 1) % s->n)
 			if (running(&s->m[j])) {
-				vc_sim_join(s, j, s->n + (uint32_t)below(s, 3));
+				vc_sim_join(s, j, s->idnext + (uint32_t)below(s, 3));
 				return;
 			}
 		return;
@@ -1818,25 +2029,14 @@ static void fire(struct vc_sim *s, const struct sched *e)
 	}
 }
 
-uint32_t vc_sim_run(const struct vc_sim_opts *o, struct vc_sim_result *r)
+/* One view's random schedule: closes, joins and faults at random steps
+ * among random traffic. */
+static void run_schedule(struct vc_sim *s)
 {
-	uint64_t seed_rng = o->seed ^ 0x51a11u;
-	uint64_t z = (seed_rng += 0x9e3779b97f4a7c15ull);
-	uint32_t span = o->nmax - o->nmin + 1, n, v, nfaults, ns = 0;
-	uint32_t ncloses = 0, njoins = 0;
+	uint32_t n = s->n, nfaults, ns = 0, ncloses = 0, njoins = 0;
 	struct sched sc[SCHED_MAX];
 	uint64_t length;
-	struct vc_sim *s;
 
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-	n = o->nmin + (uint32_t)((z ^ (z >> 27)) % span);
-	s = vc_sim_new(n, o);
-	if (!s) {
-		memset(r, 0, sizeof(*r));
-		r->violations = 1;
-		snprintf(r->first, sizeof(r->first), "out of memory");
-		return 1;
-	}
 	length = 100 + below(s, 3000);
 	/* Closes: one member, several at random steps, several at once, or
 	 * all of them at once (the flush path). */
@@ -1878,7 +2078,7 @@ uint32_t vc_sim_run(const struct vc_sim_opts *o, struct vc_sim_result *r)
 		sc[ns++] = (struct sched){ below(s, length), SCHED_FAULT, 0 };
 	/* Full send queues: a member posts nothing for a while (its pushes,
 	 * SMC records and RDMC writes wait). */
-	if (!o->small_only && chance(s, 30)) {
+	if (!s->o.small_only && chance(s, 30)) {
 		uint32_t k = 1 + (uint32_t)below(s, 3);
 
 		for (uint32_t i = 0; i < k; i++)
@@ -1889,16 +2089,59 @@ uint32_t vc_sim_run(const struct vc_sim_opts *o, struct vc_sim_result *r)
 	/* A close in the middle of a view change, now and then. */
 	s->closes_left = chance(s, ncloses ? 50 : 15) ? 1 : 0;
 	s->grace = chance(s, 30) ? 0 : below(s, 600);
-	trace(s, "seed %" PRIu64 ": %u members, %" PRIu64 " events, %u "
-	      "faults, %u closes, %u joins, grace %" PRIu64, o->seed, n,
-	      length, nfaults, ncloses, njoins, s->grace);
+	if (s->epoch)
+		trace(s, "view %" PRIu64 ": %u members, %" PRIu64 " events, "
+		      "%u faults, %u closes, %u joins, grace %" PRIu64,
+		      s->epoch, n, length, nfaults, ncloses, njoins, s->grace);
+	else
+		trace(s, "seed %" PRIu64 ": %u members, %" PRIu64 " events, "
+		      "%u faults, %u closes, %u joins, grace %" PRIu64,
+		      s->o.seed, n, length, nfaults, ncloses, njoins, s->grace);
 	for (uint64_t e = 0; e < length; e++) {
 		for (uint32_t i = 0; i < ns; i++)
 			if (sc[i].at == e)
 				fire(s, &sc[i]);
 		random_event(s, true);
 	}
-	v = vc_sim_finish(s, 200000, r);
+}
+
+uint32_t vc_sim_run(const struct vc_sim_opts *o, struct vc_sim_result *r)
+{
+	uint64_t seed_rng = o->seed ^ 0x51a11u;
+	uint64_t z = (seed_rng += 0x9e3779b97f4a7c15ull);
+	uint32_t span = o->nmax - o->nmin + 1, n, v, views = 1;
+	struct vc_sim_result sum = { 0 };
+	struct vc_sim *s, *t;
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	n = o->nmin + (uint32_t)((z ^ (z >> 27)) % span);
+	s = vc_sim_new(n, o);
+	if (!s) {
+		memset(r, 0, sizeof(*r));
+		r->violations = 1;
+		snprintf(r->first, sizeof(r->first), "out of memory");
+		return 1;
+	}
+	for (;;) {
+		run_schedule(s);
+		settle(s, 200000);
+		if (s->violations || views >= o->views || !(t = next_view(s)))
+			break;
+		sum.crashes += s->crashes;
+		sum.partitions += s->partitions;
+		sum.closes += s->closes;
+		sum.joins += s->njoins;
+		vc_sim_free(s);
+		s = t;
+		views++;
+	}
+	v = judge(s, r);
+	r->n = n;
+	r->views = views;
+	r->crashes += sum.crashes;
+	r->partitions += sum.partitions;
+	r->closes += sum.closes;
+	r->joins += sum.joins;
 	vc_sim_free(s);
 	return v;
 }

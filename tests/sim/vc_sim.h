@@ -90,9 +90,22 @@
  *   failure unless the core knows better.
  *
  * One schedule covers one view change (or one close of everybody),
- * possibly with several failures inside it. Everything is drawn from one
- * seeded stream, so a seed replays exactly; vc_sim_opts.trace prints each
- * event.
+ * possibly with several failures inside it, and with vc_sim_opts.views
+ * it goes on into the views the members install (a schedule of its own
+ * in each): the next view's members are the trim's survivors, in rank
+ * order, then the joiners it adds, as fresh members whose history starts
+ * there; a survivor that adopted the trim but did not install is dead
+ * from the start (the others suspect it in time, as a survivor that does
+ * not come back); each survivor first sends again, in order, its
+ * messages the trim left out, under their numbers (a large one large
+ * again, and leased by every receiver: a refusal of a message sent again
+ * is not modelled). The history records a message sent again as sent in
+ * the view it goes again in, as a view whose members install the next
+ * one records only the sends its trim holds: the checker's rule for a
+ * message delivered first in a later view than its send is exercised by
+ * the members' logs in the VM tests, not here. Everything is drawn from
+ * one seeded stream, so a seed replays exactly (its first view the same
+ * whatever views says); vc_sim_opts.trace prints each event.
  */
 #ifndef SQUALL_TESTS_VC_SIM_H
 #define SQUALL_TESTS_VC_SIM_H
@@ -126,11 +139,15 @@ struct vc_sim_opts {
 	/* Small messages only, with the event mix of the simulator before
 	 * it modelled large messages: seeds found then replay exactly. */
 	bool small_only;
+	/* Views to simulate, at most (0 or 1: the first alone): while the
+	 * members of one install the next, the run goes on in it. */
+	uint32_t views;
 	FILE *trace;             /* each event, or NULL */
 };
 
 struct vc_sim_result {
-	uint32_t n;
+	uint32_t n;              /* members of the first view */
+	uint32_t views;          /* views simulated */
 	uint64_t events;
 	uint32_t crashes, partitions, closes, joins;
 	uint32_t installed, stopped, crashed;
