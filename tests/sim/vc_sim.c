@@ -1466,6 +1466,24 @@ static bool anyone_running(const struct vc_sim *s)
 	return false;
 }
 
+/* What a view of s->n members starts with: every link up, each member's
+ * order engine, and the RDMC plans of every block count and rank. */
+static int init_view(struct vc_sim *s)
+{
+	for (uint32_t j = 0; j < s->n; j++) {
+		for (uint32_t k = 0; k < s->n; k++)
+			s->l[j][k].up = j != k;
+		if (smc_order_init(&s->m[j].ord, s->n, ROUND_MAX))
+			return -1;
+	}
+	for (uint32_t k = 1; k <= BLOCKS_MAX; k++)
+		for (uint32_t r = 0; r < s->n; r++)
+			if (rdmc_plan_build(RDMC_BINOMIAL, s->n, k, r,
+					    &s->plan[k][r]))
+				return -1;
+	return 0;
+}
+
 struct vc_sim *vc_sim_new(uint32_t n, const struct vc_sim_opts *o)
 {
 	struct vc_sim *s = calloc(1, sizeof(*s));
@@ -1488,22 +1506,12 @@ struct vc_sim *vc_sim_new(uint32_t n, const struct vc_sim_opts *o)
 	s->idnext = n;
 	for (uint32_t i = 0; i < n; i++)
 		ids[i] = s->id[i] = i;
-	for (uint32_t j = 0; j < n; j++) {
+	for (uint32_t j = 0; j < n; j++)
 		vs_add_view(s->h, j, 0, ids, n, 0);
-		for (uint32_t k = 0; k < n; k++)
-			s->l[j][k].up = j != k;
-		if (smc_order_init(&s->m[j].ord, n, ROUND_MAX)) {
-			vc_sim_free(s);
-			return NULL;
-		}
+	if (init_view(s)) {
+		vc_sim_free(s);
+		return NULL;
 	}
-	for (uint32_t k = 1; k <= BLOCKS_MAX; k++)
-		for (uint32_t r = 0; r < n; r++)
-			if (rdmc_plan_build(RDMC_BINOMIAL, n, k, r,
-					    &s->plan[k][r])) {
-				vc_sim_free(s);
-				return NULL;
-			}
 	return s;
 }
 
@@ -1907,6 +1915,10 @@ static struct vc_sim *next_view(struct vc_sim *s)
 	t->epoch = s->epoch + 1;
 	t->events = s->events;
 	t->idnext = s->idnext;
+	if (init_view(t)) {
+		vc_sim_free(t);
+		return NULL;
+	}
 	for (uint32_t r = 0; r < k; r++) {
 		struct member *m = &t->m[r];
 		int o = -1;
@@ -1916,12 +1928,6 @@ static struct vc_sim *next_view(struct vc_sim *s)
 			t->idnext = ids[r] + 1;
 		t->dstart[r] = t->h->m[ids[r]].ndels;
 		m->ndelivered = inst->ndelivered;
-		for (uint32_t q = 0; q < k; q++)
-			t->l[r][q].up = r != q;
-		if (smc_order_init(&m->ord, k, ROUND_MAX)) {
-			vc_sim_free(t);
-			return NULL;
-		}
 		for (uint32_t j = 0; j < s->n; j++)
 			if (s->id[j] == ids[r])
 				o = (int)j;
@@ -1944,13 +1950,6 @@ static struct vc_sim *next_view(struct vc_sim *s)
 			t->nresend[r] = (uint32_t)(all - kept);
 		}
 	}
-	for (uint32_t b = 1; b <= BLOCKS_MAX; b++)
-		for (uint32_t r = 0; r < k; r++)
-			if (rdmc_plan_build(RDMC_BINOMIAL, k, b, r,
-					    &t->plan[b][r])) {
-				vc_sim_free(t);
-				return NULL;
-			}
 	trace(t, "view %" PRIu64 ": %u members, ids by rank:", t->epoch, k);
 	for (uint32_t r = 0; r < k; r++)
 		trace(t, "  rank %u = id %u%s", r, ids[r], t->nresend[r] ?
