@@ -5,12 +5,12 @@
  * usage: simulate [--seeds N] [--first S] [--members MIN-MAX] [--views V]
  *                 [--plant-early-delivery] [--plant-leave-early]
  *                 [--plant-leaver-delivers] [--plant-have-while-wedged]
- *                 [--plant-abort-one-phase]
+ *                 [--plant-abort-one-phase] [--plant-skip-resend]
  *                 [--small-only]
  *        simulate --seed S [--trace] [--members MIN-MAX] [--views V]
  *                 [--plant-early-delivery] [--plant-leave-early]
  *                 [--plant-leaver-delivers] [--plant-have-while-wedged]
- *                 [--plant-abort-one-phase]
+ *                 [--plant-abort-one-phase] [--plant-skip-resend]
  *                 [--small-only]
  * --small-only: no large messages, and the event mix of the simulator
  * before it modelled them (seeds found then replay exactly).
@@ -44,12 +44,12 @@ static void usage(void)
 		"[--members MIN-MAX] [--views V] [--plant-early-delivery] "
 		"[--plant-leave-early]\n"
 		"                [--plant-leaver-delivers] [--plant-have-while-wedged]\n"
-		"                [--plant-abort-one-phase]\n"
+		"                [--plant-abort-one-phase] [--plant-skip-resend]\n"
 		"                [--small-only]\n"
 		"       simulate --seed S [--trace] [--members MIN-MAX] [--views V] "
 		"[--plant-early-delivery] [--plant-leave-early]\n"
 		"                [--plant-leaver-delivers] [--plant-have-while-wedged]\n"
-		"                [--plant-abort-one-phase]\n"
+		"                [--plant-abort-one-phase] [--plant-skip-resend]\n"
 		"                [--small-only]\n");
 	exit(2);
 }
@@ -68,6 +68,7 @@ int main(int argc, char **argv)
 		{ "plant-have-while-wedged", no_argument, 0, 'H' },
 		{ "plant-abort-one-phase", no_argument, 0, 'A' },
 		{ "small-only", no_argument, 0, 'O' },
+		{ "plant-skip-resend", no_argument, 0, 'R' },
 		{ "views", required_argument, 0, 'V' },
 		{ 0, 0, 0, 0 },
 	};
@@ -94,6 +95,7 @@ int main(int argc, char **argv)
 		case 'H': o.plant_have_while_wedged = true; break;
 		case 'A': o.plant_abort_one_phase = true; break;
 		case 'O': o.small_only = true; break;
+		case 'R': o.plant_skip_resend = true; break;
 		case 'V':
 			o.views = (uint32_t)strtoul(optarg, NULL, 0);
 			if (o.views < 1 || o.views > 64)

@@ -1948,6 +1948,15 @@ static struct vc_sim *next_view(struct vc_sim *s)
 
 			t->qbase[r] = s->qbase[o] + kept;
 			t->nresend[r] = (uint32_t)(all - kept);
+			/* The planted bug: the first of them is lost. */
+			if (s->o.plant_skip_resend && t->nresend[r]) {
+				t->qbase[r]++;
+				t->nresend[r]--;
+				trace(t, "member %u (id %u) loses message #%"
+				      PRIu64 ", which the trim left out "
+				      "(planted)", r, ids[r],
+				      t->qbase[r] - 1);
+			}
 		}
 	}
 	trace(t, "view %" PRIu64 ": %u members, ids by rank:", t->epoch, k);
@@ -1963,11 +1972,17 @@ static struct vc_sim *next_view(struct vc_sim *s)
 				o = (int)j;
 		if (o < 0)
 			continue;
+		bool skip = s->o.plant_skip_resend;
+
 		for (uint64_t rd = inst->st.trim[o];
 		     rd < s->sent[o] && sent < t->nresend[r]; rd++) {
 			if (s->mseq[o][rd] == NULL_ROUND ||
 			    s->pay[o][rd].refused)
 				continue;
+			if (skip) {
+				skip = false;
+				continue;
+			}
 			send_record(t, r, true, s->pay[o][rd].large, 1);
 			t->pay[r][t->sent[r] - 1].resent = true;
 			sent++;

@@ -136,6 +136,10 @@ struct vc_sim_opts {
 	 * could not lease it) as soon as it knows it is cancelled, without
 	 * waiting until every member knows, as rdmc/ once did: */
 	bool plant_abort_one_phase;
+	/* Across views: a survivor does not send again the first of its
+	 * messages the trim left out (and sends the rest under their
+	 * numbers), as a resend that lost one would. */
+	bool plant_skip_resend;
 	/* Small messages only, with the event mix of the simulator before
 	 * it modelled large messages: seeds found then replay exactly. */
 	bool small_only;
