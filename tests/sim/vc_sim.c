@@ -1960,9 +1960,15 @@ static struct vc_sim *next_view(struct vc_sim *s)
 		}
 	}
 	trace(t, "view %" PRIu64 ": %u members, ids by rank:", t->epoch, k);
-	for (uint32_t r = 0; r < k; r++)
-		trace(t, "  rank %u = id %u%s", r, ids[r], t->nresend[r] ?
-		      " (sends again what the trim left out)" : "");
+	for (uint32_t r = 0; r < k; r++) {
+		if (t->nresend[r])
+			trace(t, "  rank %u = id %u, which sends again its #%"
+			      PRIu64 "..#%" PRIu64 " (the trim left them out)",
+			      r, ids[r], t->qbase[r],
+			      t->qbase[r] + t->nresend[r] - 1);
+		else
+			trace(t, "  rank %u = id %u", r, ids[r]);
+	}
 	for (uint32_t r = 0; r < k; r++) {
 		int o = -1;
 		uint32_t sent = 0;
