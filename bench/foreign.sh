@@ -18,9 +18,8 @@
 # retransmissions (tens of completer retries, thousands of duplicate
 # requests), with no error and no suspicion on any member: only
 # heartbeats flow, and every member waits for a delivery (README.md,
-# "foreign"). The run prints rxe's
-# retry and duplicate counters either way, so a failure shows whether it
-# was that.
+# "foreign"). The run prints rxe's retry and duplicate counters either
+# way, so a failure shows whether it was that.
 # SQUALL_VM_KERNEL= scripts/bench foreign runs it on the host's kernel.
 set -euo pipefail
 BENCH=$BUILD/bench/foreign_bench
