@@ -1898,6 +1898,7 @@ static struct vc_sim *next_view(struct vc_sim *s)
 {
 	const struct member *inst = NULL;
 	uint32_t ids[VS_MAX_MEMBERS], k, dead[SIM_MAX], ndead = 0;
+	int from[SIM_MAX];      /* a survivor's rank in s, or -1 */
 	struct vc_sim *t;
 
 	for (uint32_t j = 0; j < s->n && !inst; j++)
@@ -1923,6 +1924,7 @@ static struct vc_sim *next_view(struct vc_sim *s)
 		struct member *m = &t->m[r];
 		int o = -1;
 
+		from[r] = -1;
 		t->id[r] = ids[r];
 		if (ids[r] + 1 > t->idnext)
 			t->idnext = ids[r] + 1;
@@ -1941,6 +1943,7 @@ static struct vc_sim *next_view(struct vc_sim *s)
 			continue;
 		}
 		/* Its messages the trim left out go again first. */
+		from[r] = o;
 		{
 			uint64_t kept = owed_below(s, (uint32_t)o,
 						    inst->st.trim[o]);
@@ -1970,16 +1973,12 @@ static struct vc_sim *next_view(struct vc_sim *s)
 			trace(t, "  rank %u = id %u", r, ids[r]);
 	}
 	for (uint32_t r = 0; r < k; r++) {
-		int o = -1;
+		int o = from[r];
 		uint32_t sent = 0;
-
-		for (uint32_t j = 0; j < s->n; j++)
-			if (s->id[j] == ids[r] && s->m[j].installed)
-				o = (int)j;
-		if (o < 0)
-			continue;
 		bool skip = s->o.plant_skip_resend;
 
+		if (o < 0)
+			continue;
 		for (uint64_t rd = inst->st.trim[o];
 		     rd < s->sent[o] && sent < t->nresend[r]; rd++) {
 			if (s->mseq[o][rd] == NULL_ROUND ||
