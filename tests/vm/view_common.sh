@@ -139,14 +139,22 @@ finish_members() {
 # that matches the extended regex ^PREFIX (empty when there is none, or
 # that line has no KEY).
 getv() {
-    local _gl _gre="^$3" _gkre=".* $4=([^ ]*)"
+    local _gl _gre="^$3"
     printf -v "$1" '%s' ""
     [ -r "$2" ] || return 0
     while IFS= read -r _gl || [ -n "$_gl" ]; do
         [[ $_gl =~ $_gre ]] || continue
-        [[ $_gl =~ $_gkre ]] && printf -v "$1" '%s' "${BASH_REMATCH[1]}"
+        keyv "$1" "$_gl" "$4"
         return 0
     done <"$2"
+}
+
+# keyv VAR LINE KEY: sets VAR to KEY= of LINE (empty when it has none).
+keyv() {
+    local _kre=".* $3=([^ ]*)"
+    printf -v "$1" '%s' ""
+    [[ $2 =~ $_kre ]] && printf -v "$1" '%s' "${BASH_REMATCH[1]}"
+    return 0
 }
 
 # getv0 VAR FILE PREFIX KEY: getv, 0 when there is no such value (a
@@ -248,7 +256,7 @@ check_survivors() {
         result="" last=""
         while IFS= read -r line || [ -n "$line" ]; do
             case $line in
-            "RESULT member=$i "*) result=1 ;;
+            "RESULT member=$i "*) [ -n "$result" ] || result=$line ;;
             "VIEW "*) last=$line ;;
             "FAILURE member=$i failed="*)
                 # The failure upcall names only members that were removed.
@@ -260,13 +268,13 @@ check_survivors() {
         done <"$f"
         [ -n "$result" ] || fail "$name: member $i printed no result"
         for k in bad dup gap; do
-            getv v "$f" RESULT $k
+            keyv v "$result" $k
             [ "$v" = 0 ] || fail "$name: member $i: $k=$v (see its .err)"
         done
-        [[ $last =~ \ members=([^ ]*) ]] && last=${BASH_REMATCH[1]} || last=""
+        keyv last "$last" members
         [ "$last" = "$members" ] ||
             fail "$name: member $i's last view has members $last, not $members"
-        getv v "$f" RESULT sent
+        keyv v "$result" sent
         sent="$sent$i:$v "
     done
     judge "$name" "$dead"
