@@ -267,7 +267,7 @@ check_survivors() {
             esac
         done <"$f"
         [ -n "$result" ] || fail "$name: member $i printed no result"
-        for k in bad dup gap; do
+        for k in bad dup gap overlaps; do
             keyv v "$result" $k
             [ "$v" = 0 ] || fail "$name: member $i: $k=$v (see its .err)"
         done

@@ -49,17 +49,21 @@
  *   FROM member=I sender=J count=C         (per member of the first view)
  *   STATS member=I epoch=E wedges=W commits=C resent=R
  *   KEPT member=I kept=K released=R damaged=D   (with --keep)
- *   P2P member=I to=J sent=S refused=R abandoned=A (with --p2p-flood;
- *          A: group_stats p2p_abandoned)
+ *   P2P member=I to=J sent=S refused=R abandoned=A failed=F (with
+ *          --p2p-flood; A: group_stats p2p_abandoned; F: its messages
+ *          that send_failed reported, their connection gone first)
  *   P2PFROM member=I sender=J count=C          (point-to-point received)
  *   UNSENT member=I lost=L unknown=U first=F    (send_failed upcalls:
  *          -ENOTCONN / -ECONNABORTED; F the lowest counter told)
  *   ECHO member=I sent=S refused=R              (with --echo)
  *   VIEWSEND member=I tried=T sent=S refused=R  (with --view-send)
  *   UNHELD member=I count=C                     (with --check-unheld)
+ *   STATE member=I saved=S loaded=L             (state_save calls; 1 on
+ *          a joiner whose state_load ran)
  *   RESULT member=I sent=S delivered=D bad=B dup=X gap=Y epochs=N
  *          view_change_ms=L misbehaved=M (peers removed for what they
  *          sent) joins_dropped=J (join connections closed unanswered)
+ *          overlaps=O (upcalls found running beside another)
  *
  * With --view-send the view upcall of every view after the first tries one
  * ordered send (group_send_copy of a header alone, counter 2^62, outside
@@ -67,14 +71,26 @@
  * upcall's send is refused (-EAGAIN), and a send taken there would go
  * before the member's messages the group still sends again (the others
  * would count it as a gap).
+ * With --join the member joins the running group (group_join: its id is
+ * one the .cfg marks joins = true). Its state is each sender's next
+ * counter and the number of deliveries so far: state_save gives them as
+ * they stand after the last delivery of the view before the join; the
+ * joiner checks every sender's counters from there, as the others do, and
+ * numbers its history's deliveries on from there. --state-save-ms M makes
+ * state_save take M ms first (an application with much state).
+ * Every upcall checks that no other upcall of the group runs meanwhile
+ * on another thread (group.h: upcalls never run two at a time); each one
+ * that finds another running prints an OVERLAP line on stderr, naming
+ * both, and counts in RESULT's overlaps.
  * With --log FILE it also writes the run's history for the checker
  * (tests/vsync/log.h: a record per view, per successful send, per
  * delivery and at the end), which the scripts judge with vs_check.
  *
  * wall_ms is CLOCK_REALTIME in milliseconds, the clock `date +%s%3N`
  * reads in the scripts. Exit status: 0 when nothing was damaged,
- * duplicated or missing and group_close() returned 0; 3 when the group
- * stopped (STOPPED was printed); 1 otherwise.
+ * duplicated or missing, no upcall overlapped another and group_close()
+ * returned 0; 3 when the group stopped (STOPPED was printed); 1
+ * otherwise.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -100,10 +116,11 @@
 #define MAX_IDS 64      /* member ids this program tracks: 0..63 */
 #define MAX_EPOCHS 64
 #define MAX_COMPLAINTS 20
+#define P2P_MARK 0x50325031u  /* "P2P1" */
 
 struct hdr {
 	uint32_t sender;
-	uint32_t pad;
+	uint32_t pad;             /* P2P_MARK in a point-to-point message */
 	uint64_t counter;
 	uint64_t len;
 	uint64_t sum;
@@ -166,6 +183,7 @@ struct member {
 	atomic_bool flood_done;
 	uint32_t p2p_to;
 	uint64_t p2p_sent, p2p_refused;
+	uint64_t p2p_failed;      /* send_failed upcalls of its messages */
 	uint64_t p2p_from[MAX_IDS];
 
 	/* --echo: sends from the deliver upcall */
@@ -181,6 +199,15 @@ struct member {
 	struct vs_log *log;
 	pthread_mutex_t log_lock;
 	uint64_t log_epoch, log_pos;
+
+	/* --join, --state-save-ms: the state transfer */
+	bool join;
+	unsigned state_save_ms;
+	uint64_t state_saves;     /* view thread; read after close */
+	bool state_loaded;
+
+	/* upcalls found running beside another one */
+	atomic_uint_fast64_t overlaps;
 
 	atomic_bool stopped;      /* STOPPED printed */
 	atomic_bool watch_done;   /* the watcher should return */
@@ -487,9 +514,12 @@ static void *flooder(void *arg)
 		struct buf_desc d;
 		int r;
 
+		struct hdr h = { .sender = m->id, .pad = P2P_MARK,
+				 .counter = m->p2p_sent, .len = len };
+
 		if (alloc_lease_wait(a, 1, &len, &d, 100))
 			continue;
-		memcpy(d.ptr, &m->p2p_sent, sizeof(m->p2p_sent));
+		memcpy(d.ptr, &h, sizeof(h));
 		r = group_p2p_send(m->g, m->p2p_to, &d, &err);
 		if (r == 0) {
 			m->p2p_sent++;
@@ -518,6 +548,10 @@ static void on_send_failed(void *ctx, const struct buf_desc *d, int code,
 	if (d->len < sizeof(h))
 		return;
 	memcpy(&h, d->ptr, sizeof(h));
+	if (h.pad == P2P_MARK) {
+		m->p2p_failed++;
+		return;
+	}
 	if (!m->unsent_lost && !m->unsent_unknown) {
 		m->unsent_first = h.counter;
 		snprintf(m->unsent_why, sizeof(m->unsent_why), "%s", why);
@@ -712,13 +746,139 @@ static void check_unheld(struct member *m)
 	m->unheld = n;
 }
 
+/* ---- upcalls never run two at a time ---------------------------------- */
+
+/* The name of the upcall running (NULL: none), and how deep this thread
+ * is in upcalls (one may run inside another on the same thread: the
+ * group's own calls from an upcall). */
+static _Atomic(const char *) running;
+static _Thread_local unsigned depth;
+
+static void up_in(struct member *m, const char *name)
+{
+	const char *was = NULL;
+
+	if (depth++)
+		return;
+	if (!atomic_compare_exchange_strong(&running, &was, name)) {
+		atomic_fetch_add(&m->overlaps, 1);
+		fprintf(stderr, "view_member %u: OVERLAP: the %s upcall began "
+			"while the %s upcall ran on another thread\n", m->id,
+			name, was);
+	}
+}
+
+static void up_out(const char *name)
+{
+	const char *me = name;
+
+	if (--depth)
+		return;
+	/* Unchanged when this one found another running. */
+	atomic_compare_exchange_strong(&running, &me, NULL);
+}
+
+/* The application's state for a joiner: each sender's next counter, and
+ * how many deliveries the history holds (the joiner's first is the next
+ * position). */
+struct state {
+	uint64_t next[MAX_IDS];
+	uint64_t pos;
+};
+
+static int state_save(void *ctx, void **data, size_t *len)
+{
+	struct member *m = ctx;
+	struct state *p;
+
+	up_in(m, "state_save");
+	if (m->state_save_ms) {
+		struct timespec ts = { m->state_save_ms / 1000,
+				       (long)(m->state_save_ms % 1000) * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+	p = malloc(sizeof(*p));
+	if (p) {
+		memcpy(p->next, m->next, sizeof(m->next));
+		pthread_mutex_lock(&m->log_lock);
+		p->pos = m->log_pos;
+		pthread_mutex_unlock(&m->log_lock);
+		*data = p;
+		*len = sizeof(*p);
+		m->state_saves++;
+	}
+	up_out("state_save");
+	return p ? 0 : -ENOMEM;
+}
+
+static void state_load(void *ctx, const void *data, size_t len)
+{
+	struct member *m = ctx;
+
+	up_in(m, "state_load");
+	if (len == sizeof(struct state)) {
+		const struct state *s = data;
+
+		memcpy(m->next, s->next, sizeof(m->next));
+		m->log_pos = s->pos;
+		m->state_loaded = true;
+	} else {
+		complain(m, "state of %zu bytes, not %zu", len,
+			 sizeof(struct state));
+		m->bad++;
+	}
+	up_out("state_load");
+}
+
+static bool up_deliver(void *ctx, uint32_t sender, uint64_t seq,
+		       const struct buf_desc *d)
+{
+	bool kept;
+
+	up_in(ctx, "deliver");
+	kept = deliver(ctx, sender, seq, d);
+	up_out("deliver");
+	return kept;
+}
+
+static void up_view(void *ctx, const struct group_view *v)
+{
+	up_in(ctx, "view");
+	on_view(ctx, v);
+	up_out("view");
+}
+
+static void up_failure(void *ctx, uint32_t member, const char *why)
+{
+	up_in(ctx, "failure");
+	on_failure(ctx, member, why);
+	up_out("failure");
+}
+
+static void up_p2p(void *ctx, uint32_t sender, const struct buf_desc *d)
+{
+	up_in(ctx, "p2p_receive");
+	on_p2p(ctx, sender, d);
+	up_out("p2p_receive");
+}
+
+static void up_send_failed(void *ctx, const struct buf_desc *d, int code,
+			   const char *why)
+{
+	up_in(ctx, "send_failed");
+	on_send_failed(ctx, d, code, why);
+	up_out("send_failed");
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: view_member --config CFG --id N [--set k=v]... "
 		"[--secs S] [--stop-file F] [--sizes B,..] [--rate N] "
 		"[--die-after-ms M] [--die-on-commit K] [--log FILE] "
 		"[--keep K] [--echo K] [--die-at POINT[:K]] "
-		"[--fail-at POINT[:K]] [--p2p-flood] [--check-unheld] [--view-send]\n");
+		"[--fail-at POINT[:K]] [--p2p-flood] [--check-unheld] [--view-send] "
+		"[--join] [--state-save-ms M]\n");
 }
 
 int main(int argc, char **argv)
@@ -741,15 +901,19 @@ int main(int argc, char **argv)
 		{ "fail-at", required_argument, 0, 'F' },
 		{ "check-unheld", no_argument, 0, 'U' },
 		{ "view-send", no_argument, 0, 'V' },
+		{ "join", no_argument, 0, 'J' },
+		{ "state-save-ms", required_argument, 0, 'S' },
 		{ 0, 0, 0, 0 },
 	};
 	static const size_t def_sizes[] = { 64, 1000, 4000, 200000, 8000 };
 	struct member *m = calloc(1, sizeof(*m));
 	struct group_config *cfg = calloc(1, sizeof(*cfg));
-	struct group_callbacks cb = { .deliver = deliver, .view = on_view,
-				      .failure = on_failure,
-				      .p2p_receive = on_p2p,
-				      .send_failed = on_send_failed };
+	struct group_callbacks cb = { .deliver = up_deliver, .view = up_view,
+				      .failure = up_failure,
+				      .p2p_receive = up_p2p,
+				      .send_failed = up_send_failed,
+				      .state_save = state_save,
+				      .state_load = state_load };
 	const char *cfg_path = NULL, *id = NULL, *sets[MAX_SETS];
 	const char *log_path = NULL;
 	size_t nsets = 0;
@@ -785,6 +949,8 @@ int main(int argc, char **argv)
 		case 'F': setenv("SQUALL_FAIL_AT", optarg, 1); break;
 		case 'U': m->check_unheld = true; break;
 		case 'V': m->view_send = true; break;
+		case 'J': m->join = true; break;
+		case 'S': m->state_save_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'z':
 			for (char *t = strtok(optarg, ","); t && m->nsizes < MAX_SIZES;
 			     t = strtok(NULL, ","))
@@ -820,7 +986,8 @@ int main(int argc, char **argv)
 			return 1;
 		}
 	}
-	m->g = group_create_cfg(cfg, m->id, &cb, m, &err);
+	m->g = m->join ? group_join_cfg(cfg, m->id, &cb, m, &err) :
+			 group_create_cfg(cfg, m->id, &cb, m, &err);
 	if (!m->g) {
 		fprintf(stderr, "view_member %u: %s\n", m->id, err.msg);
 		return 1;
@@ -880,8 +1047,9 @@ int main(int argc, char **argv)
 		       (uint64_t)atomic_load(&m->kept_damaged));
 	if (m->p2p_flood)
 		printf("P2P member=%u to=%u sent=%" PRIu64 " refused=%" PRIu64
-		       " abandoned=%" PRIu64 "\n", m->id, m->p2p_to,
-		       m->p2p_sent, m->p2p_refused, st.p2p_abandoned);
+		       " abandoned=%" PRIu64 " failed=%" PRIu64 "\n", m->id,
+		       m->p2p_to, m->p2p_sent, m->p2p_refused,
+		       st.p2p_abandoned, m->p2p_failed);
 	for (uint32_t i = 0; i < MAX_IDS; i++)
 		if (m->p2p_from[i])
 			printf("P2PFROM member=%u sender=%u count=%" PRIu64 "\n",
@@ -897,21 +1065,26 @@ int main(int argc, char **argv)
 		printf("VIEWSEND member=%u tried=%" PRIu64 " sent=%" PRIu64
 		       " refused=%" PRIu64 "\n", m->id, m->view_tried,
 		       m->view_sent, m->view_refused);
+	if (m->state_saves || m->join)
+		printf("STATE member=%u saved=%" PRIu64 " loaded=%d\n", m->id,
+		       m->state_saves, m->state_loaded);
 	printf("RESULT member=%u sent=%" PRIu64 " delivered=%" PRIu64
 	       " bad=%" PRIu64 " dup=%" PRIu64 " gap=%" PRIu64 " epochs=%u"
 	       " view_change_ms=%" PRIu64 " misbehaved=%" PRIu64
 	       " joins_dropped=%" PRIu64 " agree_ms=%" PRIu64
 	       " deliver_ms=%" PRIu64 " teardown_ms=%" PRIu64
 	       " build_ms=%" PRIu64 " connect_ms=%" PRIu64
-	       " upcall_ms=%" PRIu64 "\n", m->id,
+	       " upcall_ms=%" PRIu64 " overlaps=%" PRIu64 "\n", m->id,
 	       m->sent, m->delivered, m->bad, m->dup, m->gap, m->nep,
 	       st.last_view_change_ms, st.misbehaved, st.joins_dropped,
 	       st.last_view_change_agree_ms, st.last_view_change_deliver_ms,
 	       st.last_view_change_teardown_ms, st.last_view_change_build_ms,
-	       st.last_view_change_connect_ms, st.last_view_change_upcall_ms);
+	       st.last_view_change_connect_ms, st.last_view_change_upcall_ms,
+	       (uint64_t)atomic_load(&m->overlaps));
 	fflush(stdout);
 	if (atomic_load(&m->stopped))
 		return 3;
 	return rc || m->bad || m->dup || m->gap || m->unheld ||
-	       atomic_load(&m->kept_damaged) ? 1 : 0;
+	       atomic_load(&m->kept_damaged) || atomic_load(&m->overlaps) ?
+		       1 : 0;
 }
