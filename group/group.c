@@ -92,6 +92,7 @@ static void group_free(struct group *g)
 	pthread_cond_destroy(&g->vcond);
 	pthread_mutex_destroy(&g->lock.m);
 	pthread_mutex_destroy(&g->agree_lock);
+	pthread_mutex_destroy(&g->upcall_mu);
 	pthread_cond_destroy(&g->room);
 	free(g);
 }
@@ -108,6 +109,7 @@ static struct group *group_alloc(const struct group_callbacks *cb,
 				 void *ctx, struct squall_error *err)
 {
 	pthread_rwlockattr_t ra;
+	pthread_mutexattr_t ma;
 	struct group *g;
 
 	if (!cb || !cb->deliver) {
@@ -123,6 +125,10 @@ static struct group *group_alloc(const struct group_callbacks *cb,
 	g->ctx = ctx;
 	pthread_mutex_init(&g->lock.m, NULL);
 	pthread_mutex_init(&g->agree_lock, NULL);
+	pthread_mutexattr_init(&ma);
+	pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(&g->upcall_mu, &ma);
+	pthread_mutexattr_destroy(&ma);
 	pthread_cond_init(&g->room, NULL);
 	pthread_cond_init(&g->vcond, NULL);
 	/* A view swap must not wait behind a stream of new senders. */

@@ -382,6 +382,8 @@ struct group {
 	 * thread; changed by group_release under lock; taken back with the
 	 * keep record under lock (order.c). */
 	_Atomic(void *) upcall_ptr;
+	/* Held while an upcall runs (group_upcall_begin). */
+	pthread_mutex_t upcall_mu;
 	unsigned rdmc_inflight;
 	uint64_t next_msg;
 	struct group_own *own;
@@ -570,6 +572,41 @@ static inline void group_cond_wait(pthread_cond_t *c, struct group *g)
 }
 
 #define group_assert_locked(g) assert(group_mutex_mine(&(g)->lock))
+
+/* Upcalls never run two at a time (group.h): each one runs holding
+ * upcall_mu, which is recursive because an upcall's own call into the
+ * group may make another one on the same thread (a send that fails at
+ * once). No group lock is held while waiting for it, and an upcall waits
+ * for nothing (group.h), so whoever holds it lets go. Where the upcall
+ * can wait for a later pass (a point-to-point message), the progress
+ * thread only tries it (group_upcall_try), so that a long upcall on
+ * another thread (state_save on the view thread) does not hold its
+ * heartbeats back. */
+static inline void group_upcall_begin(struct group *g)
+{
+	pthread_mutex_lock(&g->upcall_mu);
+}
+
+static inline bool group_upcall_try(struct group *g)
+{
+	return pthread_mutex_trylock(&g->upcall_mu) == 0;
+}
+
+static inline void group_upcall_end(struct group *g)
+{
+	pthread_mutex_unlock(&g->upcall_mu);
+}
+
+/* The failure upcall, when there is one. */
+static inline void group_call_failure(struct group *g, uint32_t member,
+				      const char *why)
+{
+	if (!g->cb.failure)
+		return;
+	group_upcall_begin(g);
+	g->cb.failure(g->ctx, member, why);
+	group_upcall_end(g);
+}
 
 /* epoch_lock for reading (counted) and for writing (the writer
  * recorded); group_epoch_writer: the caller holds it for writing. */

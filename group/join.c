@@ -519,8 +519,11 @@ void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
 
 		if (fd < 0 || !(g->v.vc.tadd >> k & 1))
 			continue;
-		if (g->cb.state_save)
+		if (g->cb.state_save) {
+			group_upcall_begin(g);
 			r = g->cb.state_save(g->ctx, &state, &len);
+			group_upcall_end(g);
+		}
 		if (r || len >= JOIN_STATE_MAX) {
 			refuse(fd, g, true, "member %u could not save the "
 			       "application's state for it (%s)", g->my_id,
@@ -777,8 +780,11 @@ int group_join_ask(struct group *g, const struct group_config *cfg,
 		return squall_error_set(err, -ETIMEDOUT, "member %u: no member "
 			"of %s answered its join within %u ms", my_id, cfg->path,
 			cfg->connect_timeout_ms);
-	if (g->cb.state_load)
+	if (g->cb.state_load) {
+		group_upcall_begin(g);
 		g->cb.state_load(g->ctx, state, state_len);
+		group_upcall_end(g);
+	}
 	free(state);
 	g->vcfg.connect_timeout_ms = cfg->view_timeout_ms;
 	return 0;

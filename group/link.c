@@ -295,8 +295,7 @@ void group_on_suspect(struct sst *t, uint32_t rank, uint32_t by,
 			   "removes the writer from view %" PRIu64,
 			   sst_refusal(t), g->v.ids[by], g->vcfg.epoch);
 		sst_leave(t);
-		if (g->cb.failure)
-			g->cb.failure(g->ctx, g->my_id, g->fail_msg);
+		group_call_failure(g, g->my_id, g->fail_msg);
 		return;
 	}
 	if (rank == g->v.me) {
@@ -306,8 +305,7 @@ void group_on_suspect(struct sst *t, uint32_t rank, uint32_t by,
 			   g->v.ids[by], g->vcfg.epoch);
 		/* The others count it gone at once. */
 		sst_leave(t);
-		if (g->cb.failure)
-			g->cb.failure(g->ctx, g->my_id, g->fail_msg);
+		group_call_failure(g, g->my_id, g->fail_msg);
 		return;
 	}
 	/* Reported once the view change that removes it is decided

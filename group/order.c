@@ -92,7 +92,9 @@ static bool upcall_deliver(struct group *g, uint32_t sender, uint64_t seq,
 	bool kept;
 
 	atomic_store_explicit(&g->upcall_ptr, d->ptr, memory_order_release);
+	group_upcall_begin(g);
 	kept = g->cb.deliver(g->ctx, g->v.ids[sender], g->seq_base + seq, d);
+	group_upcall_end(g);
 	/* The trim's deliveries hold the view change up: how long the
 	 * application takes over them is one of its parts (group_stats). */
 	if (t0)
@@ -150,8 +152,12 @@ static void deliver_large(struct group *g, struct group_xfer *x)
 			/* Its caller learns it from group_send_mem. */
 			group_own_done(g, &x->d, x->status, x->why);
 		} else if (mine) {
-			if (g->cb.send_failed)
-				g->cb.send_failed(g->ctx, &x->d, x->status, x->why);
+			if (g->cb.send_failed) {
+				group_upcall_begin(g);
+				g->cb.send_failed(g->ctx, &x->d, x->status,
+						  x->why);
+				group_upcall_end(g);
+			}
 			if (x->d.ptr)
 				alloc_complete(g->a, &x->d);
 		}
@@ -782,8 +788,11 @@ static void unsent_one(struct unsent *u, const struct buf_desc *d,
 		group_own_done(g, d, code, why);
 		return;
 	}
-	if (g->cb.send_failed)
+	if (g->cb.send_failed) {
+		group_upcall_begin(g);
 		g->cb.send_failed(g->ctx, d, code, why);
+		group_upcall_end(g);
+	}
 	alloc_complete(g->a, d);
 }
 

@@ -242,8 +242,11 @@ static void out_end(struct group *g, struct group_p2p_out *o, int code,
 		return;
 	}
 	pthread_mutex_unlock(&p2p_mu);
-	if (code && g->cb.send_failed)
+	if (code && g->cb.send_failed) {
+		group_upcall_begin(g);
 		g->cb.send_failed(g->ctx, &o->d, code, why);
+		group_upcall_end(g);
+	}
 	alloc_complete(g->a, &o->d);
 	free(o);
 }
@@ -656,18 +659,28 @@ static bool in_answer(struct group *g, struct group_p2p_in *in, bool *work)
 {
 	struct squall_error err = { 0 };
 	uint32_t member = g->v.ids[in->rank];
-	uint8_t *obj = alloc_obj_new(g->a, P2P_OBJ);
+	bool upcall = !in->code && in->d.ptr;
+	uint8_t *obj;
 	struct rdma_sq_sge sg;
 	uint64_t wrid;
 	int n, r;
 
-	if (!obj)
+	/* Another upcall runs: answered and handed over at a later pass. */
+	if (upcall && !group_upcall_try(g))
+		return false;
+	obj = alloc_obj_new(g->a, P2P_OBJ);
+	if (!obj) {
+		if (upcall)
+			group_upcall_end(g);
 		return false; /* no room for the answer yet: a later pass */
+	}
 	n = group_p2p_encode_answer(obj, GROUP_P2P_MSG_CAP, &in->u, in->code,
 				    in->why, &err);
 	if (n < 0) {
 		alloc_obj_delete(g->a, obj);
 		in->state = IN_FAILED;
+		if (upcall)
+			group_upcall_end(g);
 		return in->reads == 0;
 	}
 	*meta_of(obj) = (struct p2p_meta){ P2P_ANSWER, in->rank, in->id,
@@ -683,6 +696,8 @@ static bool in_answer(struct group *g, struct group_p2p_in *in, bool *work)
 				     RDMA_SQ_SIGNALED, &err);
 	if (r) {
 		alloc_obj_delete(g->a, obj);
+		if (upcall)
+			group_upcall_end(g);
 		if (r == -ENOMEM || r == -EAGAIN)
 			return false; /* the send queue is full: a later pass */
 		in->state = IN_FAILED;
@@ -693,9 +708,10 @@ static bool in_answer(struct group *g, struct group_p2p_in *in, bool *work)
 	if (!in->code && !in->registration)
 		probe_old_key(g, in);
 #endif
-	if (!in->code && in->d.ptr) {
+	if (upcall) {
 		atomic_fetch_add(&g->st_p2p_received, 1);
 		g->cb.p2p_receive(g->ctx, member, &in->d);
+		group_upcall_end(g);
 	}
 	return true;
 }
@@ -825,9 +841,11 @@ static void receive_small(struct group *g, uint32_t rank,
 	if (!g->cb.p2p_receive)
 		return;
 	/* Not during set-up: the application does not have its group
-	 * yet. Kept (the receive buffer is posted again on return) until
-	 * the view is live. */
-	if (!atomic_load_explicit(&g->ready, memory_order_acquire)) {
+	 * yet. Nor while another upcall runs (state_save on the view
+	 * thread, say). Kept (the receive buffer is posted again on return)
+	 * until the view is live and no other upcall runs. */
+	if (!atomic_load_explicit(&g->ready, memory_order_acquire) ||
+	    !group_upcall_try(g)) {
 		struct group_early_p2p *e = malloc(sizeof(*e) + m->payload_len);
 
 		if (!e) {
@@ -850,6 +868,7 @@ static void receive_small(struct group *g, uint32_t rank,
 	g->cb.p2p_receive(g->ctx, g->v.ids[rank],
 			  &(struct buf_desc){ (void *)m->payload,
 					      m->payload_len });
+	group_upcall_end(g);
 }
 
 /* A point-to-point message from member rank (its SEND decoded into m),
@@ -929,22 +948,28 @@ void group_p2p_drain(struct group *g)
 
 /* ---- set-up -------------------------------------------------------------- */
 
-/* Once a pass, the view live: the messages kept during set-up, then the
- * requests waiting for room (or for the view). */
+/* Once a pass, the view live: the messages kept during set-up or while
+ * another upcall ran (kept for a later pass while one still runs), then
+ * the requests waiting for room (or for the view). */
 bool group_early_p2p_deliver(struct group *g)
 {
 	struct group_early_p2p *e;
-	bool any = g->early_p2p != NULL;
+	bool any = false;
 
 	group_assert_progress(g);
 
-	while ((e = g->early_p2p)) {
-		g->early_p2p = e->next;
-		if (!g->early_p2p)
-			g->early_p2p_tail = &g->early_p2p;
-		g->cb.p2p_receive(g->ctx, e->sender,
-				  &(struct buf_desc){ e->payload, e->len });
-		free(e);
+	if (g->early_p2p && group_upcall_try(g)) {
+		any = true;
+		while ((e = g->early_p2p)) {
+			g->early_p2p = e->next;
+			if (!g->early_p2p)
+				g->early_p2p_tail = &g->early_p2p;
+			g->cb.p2p_receive(g->ctx, e->sender,
+					  &(struct buf_desc){ e->payload,
+							      e->len });
+			free(e);
+		}
+		group_upcall_end(g);
 	}
 	if (g->v.p2p_in && in_pump(g))
 		any = true;

@@ -445,8 +445,10 @@ void group_own_done(struct group *g, const struct buf_desc *d, int code,
 			atomic_fetch_add(&g->st_in_place, 1);
 			atomic_fetch_add(&g->st_in_place_bytes, d->len);
 		}
+		group_upcall_begin(g);
 		g->cb.send_mem_done(g->ctx, p->ptr, p->len, code,
 				    why ? why : "");
+		group_upcall_end(g);
 		free(p);
 		return;
 	}
@@ -487,7 +489,9 @@ void group_in_place_end(struct group *g)
 	group_unlock(g);
 	while ((p = ended)) {
 		ended = p->next;
+		group_upcall_begin(g);
 		g->cb.send_mem_done(g->ctx, p->ptr, p->len, -ESHUTDOWN, why);
+		group_upcall_end(g);
 		free(p);
 	}
 }

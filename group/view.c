@@ -65,8 +65,7 @@ static void list_ranks(struct group *g, uint64_t mask, char *buf, size_t size)
 
 static void stop(struct group *g)
 {
-	if (g->cb.failure)
-		g->cb.failure(g->ctx, g->my_id, g->fail_msg);
+	group_call_failure(g, g->my_id, g->fail_msg);
 	group_lock(g);
 	pthread_cond_broadcast(&g->vcond);
 	group_unlock(g);
@@ -101,12 +100,11 @@ static void report_removed(struct group *g)
 {
 	for (uint32_t j = 0; j < g->v.n; j++) {
 		if (j == g->v.me || !(g->v.vc.tmask >> j & 1) ||
-		    g->v.vc_rows[j].closing == GROUP_CLOSE_LEFT ||
-		    !g->cb.failure)
+		    g->v.vc_rows[j].closing == GROUP_CLOSE_LEFT)
 			continue;
-		g->cb.failure(g->ctx, g->v.ids[j], g->v.suspect_why[j][0] ?
-			      g->v.suspect_why[j] : "removed by the view change "
-			      "(suspected by another member)");
+		group_call_failure(g, g->v.ids[j], g->v.suspect_why[j][0] ?
+				   g->v.suspect_why[j] : "removed by the view "
+				   "change (suspected by another member)");
 	}
 }
 
@@ -335,8 +333,11 @@ void group_call_view(struct group *g)
 		.my_rank = g->v.me,
 	};
 
-	if (g->cb.view)
+	if (g->cb.view) {
+		group_upcall_begin(g);
 		g->cb.view(g->ctx, &v);
+		group_upcall_end(g);
+	}
 }
 
 /* Of the survivors (.cfg bits), those whose hello in this view said wire

@@ -24,14 +24,18 @@
  *  - group_close() flushes: every message any member sent before it closed
  *    is delivered on every member before it returns.
  *
- * Upcalls never run two at a time. deliver, p2p_receive, send_failed,
- * send_mem_done and failure run on the member's progress thread,
- * deliveries in delivery order (send_mem_done also inside group_close()
- * for the sends it ended). view runs inside group_create() (and group_join()) for the
- * first view and on the group's view thread for every later one, before
- * anything of that view is delivered; state_save runs on the view thread
- * too, while nothing is delivered, and state_load inside group_join().
- * failure also runs on the view thread when installing a view fails.
+ * Upcalls never run two at a time: one that comes while another runs on
+ * another thread waits for it to return (a point-to-point message is kept
+ * meanwhile, and the progress thread goes on). deliver, p2p_receive,
+ * send_failed, send_mem_done and failure run on the member's progress
+ * thread, deliveries in delivery order (send_mem_done also inside
+ * group_close() for the sends it ended). view runs inside group_create()
+ * (and group_join()) for the first view and on the group's view thread
+ * for every later one, before anything of that view is delivered;
+ * state_save runs on the view thread too, while nothing is delivered, and
+ * state_load inside group_join(). failure also runs on the view thread
+ * when installing a view fails, and send_failed there for what the view's
+ * end cut off.
  * Upcalls may lease, send and release, but must not call
  * group_barrier() or group_close(). Nothing an upcall calls waits (what
  * it would wait for is freed by the thread running it): an ordered send
