@@ -186,12 +186,16 @@ static int start_rdmc(struct group *g, struct squall_error *err)
 _Static_assert(SST_IDLE_POLICY_ADAPTIVE == 0 && SST_IDLE_POLICY_SPIN == 1 &&
 	       SST_IDLE_POLICY_BLOCK == 2, "sst.idle no longer maps 1:1");
 
+void group_sst_recv_options(struct group *g, struct sst_options *so)
+{
+	so->recv_depth = GROUP_RECV_DEPTH;
+	so->recv_area = g->recv_area.ptr;
+	so->recv_buf_size = GROUP_RECV_BUF;
+}
+
 static int start_sst(struct group *g, struct squall_error *err)
 {
 	struct sst_options so = {
-		.recv_depth = GROUP_RECV_DEPTH,
-		.recv_area = g->recv_area.ptr,
-		.recv_buf_size = GROUP_RECV_BUF,
 		.dispatch = &g->v.dispatch,
 		.on_suspect = group_on_suspect,
 		.suspect_arg = g,
@@ -205,6 +209,7 @@ static int start_sst(struct group *g, struct squall_error *err)
 	};
 	int r;
 
+	group_sst_recv_options(g, &so);
 	/* The node's hooks (link.c) and the progress pass (view.c's
 	 * group_pass), which the SST calls on its progress thread. The pass
 	 * is the one function of a file above this one that this file

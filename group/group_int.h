@@ -757,6 +757,8 @@ int group_epoch_build(struct group *g, struct squall_error *err);
  * 0 otherwise. */
 int group_epoch_teardown(struct group *g, bool keep_listener,
 			 struct squall_error *err);
+/* The SST's receives (depth, buffers), as every view's table has them. */
+void group_sst_recv_options(struct group *g, struct sst_options *so);
 
 /* send.c: a message of an ended view sent again (view thread). */
 int group_resend(struct group *g, struct group_resend *rs,

@@ -243,13 +243,43 @@ static bool on_message(void *arg, uint32_t rank, const void *buf, uint32_t len)
 	return true;
 }
 
+/* A SEND that arrived after the progress thread's last pass (its receive
+ * completed before the drain stopped the queue pairs, so the sender was
+ * told it was taken): a point-to-point message is kept for the next view
+ * (group_p2p_receive keeps it while the view is not live) and delivered
+ * there as any other. The rest (RDMC's control messages, answers to
+ * use-once regions) ends with the view, as the drain ends what it
+ * answers. */
+static void drain_message(struct group *g, uint32_t rank, const void *buf,
+			  uint32_t len)
+{
+	struct squall_error err = { 0 };
+	char why[SQUALL_ERRMSG_MAX];
+	struct wire_msg m;
+
+	if (rank >= g->v.n || rank == g->v.me ||
+	    wire_decode(buf, len, &m, &err) || m.type != WIRE_MSG_P2P)
+		return;
+	group_p2p_receive(g, rank, &m, why, sizeof(why));
+}
+
 static void drain_wc(void *arg, const struct rdma_sq_wc *wc)
 {
 	struct group *g = arg;
+	struct sst_options so = { 0 };
+	uint32_t rank;
+	void *buf;
 
 	/* The thread that tears the view down takes its completions, after
 	 * the progress thread: the view thread in an install, or
-	 * group_close's. */
+	 * group_close's. The SST is gone; its receives are taken here. */
+	group_sst_recv_options(g, &so);
+	buf = sst_recv_landing(&so, wc->wr_id, &rank);
+	if (buf) {
+		if (!wc->status && wc->opcode == RDMA_SQ_OP_RECV)
+			drain_message(g, rank, buf, wc->byte_len);
+		return;
+	}
 	take_wc(g, wc);
 }
 

@@ -567,6 +567,28 @@ int group_p2p_answer(struct group *g, uint32_t rank, const struct wire_msg *m,
 	return 0;
 }
 
+/* The SEND of a small message failed: the send_failed upcall (-ENOTCONN).
+ * Its completion came back in error, so the receiver most likely does
+ * not have it; an acknowledgement lost with the connection would leave it
+ * delivered all the same. */
+static void small_failed(struct group *g, const struct p2p_meta *mt,
+			 const struct rdma_sq_wc *wc)
+{
+	char why[SQUALL_ERRMSG_MAX];
+
+	if (!g->cb.send_failed)
+		return;
+	snprintf(why, sizeof(why), "member %u: a point-to-point message of "
+		 "%zu bytes to member %u failed (%s): its connection closed "
+		 "first (a failure, a view change or the close); member %u "
+		 "may have received it just before", g->my_id, mt->d.len,
+		 g->v.ids[mt->rank], wc->status_text ? wc->status_text :
+		 "flushed", g->v.ids[mt->rank]);
+	group_upcall_begin(g);
+	g->cb.send_failed(g->ctx, &mt->d, -ENOTCONN, why);
+	group_upcall_end(g);
+}
+
 /* A point-to-point SEND (a message, a request, an answer) or a use-once
  * bind completed. */
 void group_p2p_done(struct group *g, const struct rdma_sq_wc *wc)
@@ -581,11 +603,13 @@ void group_p2p_done(struct group *g, const struct rdma_sq_wc *wc)
 	mt = *meta_of(obj);
 	alloc_obj_delete(g->a, obj);
 	if (mt.kind == P2P_SMALL) {
-		alloc_complete(g->a, &mt.d);
 		atomic_fetch_sub(&g->v.p2p_inflight[mt.rank], 1);
-		/* A failed send means a failed peer: the SST suspects it
-		 * and a view change follows; the message is lost with the
-		 * connection. */
+		/* The connection went (the peer failed, or went on to the
+		 * next view first): the sender is told, before the lease
+		 * goes back. */
+		if (wc->status)
+			small_failed(g, &mt, wc);
+		alloc_complete(g->a, &mt.d);
 	} else if (mt.kind == P2P_REQUEST && wc->status) {
 		request_failed(g, mt.id, wc);
 	}

@@ -299,6 +299,18 @@ void sst_destroy(struct sst *t)
 	free(t);
 }
 
+void *sst_recv_landing(const struct sst_options *opt, uint64_t wr_id,
+		       uint32_t *rank)
+{
+	uint32_t i = sst_wrid_covered(wr_id);
+
+	if (!sst_wrid_is_ours(wr_id) || sst_wrid_kind(wr_id) != SST_WR_RECV ||
+	    !opt->recv_buf_size || !opt->recv_area || i >= opt->recv_depth)
+		return NULL;
+	*rank = sst_wrid_rank(wr_id);
+	return sst_recv_slot(opt, *rank, i);
+}
+
 int sst_wait_peers(struct sst *t, int timeout_ms, struct squall_error *err)
 {
 	uint64_t deadline = sst_now_ns() + (uint64_t)timeout_ms * 1000000ull;

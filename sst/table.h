@@ -148,11 +148,17 @@ static inline uint64_t sst_key(const struct sst *t, uint32_t rank,
 	return t->keys[(size_t)rank * t->nsegs + seg];
 }
 
-/* Receive buffer i of member rank (recv_buf_size > 0). */
+/* Receive buffer i of member rank in o's recv_area (recv_buf_size > 0). */
+static inline void *sst_recv_slot(const struct sst_options *o, uint32_t rank,
+				  uint32_t i)
+{
+	return (uint8_t *)o->recv_area +
+	       ((size_t)rank * o->recv_depth + i) * o->recv_buf_size;
+}
+
 static inline void *sst_recv_buf(const struct sst *t, uint32_t rank, uint32_t i)
 {
-	return (uint8_t *)t->opt.recv_area +
-	       ((size_t)rank * t->opt.recv_depth + i) * t->opt.recv_buf_size;
+	return sst_recv_slot(&t->opt, rank, i);
 }
 
 /* Post receive i for member rank (its buffer, when there are buffers). */

@@ -135,7 +135,9 @@ struct group_callbacks {
 	 * arrives or twice sst.suspect_timeout_ms after the stop (and before
 	 * group_close() returns). Also for a point-to-point lease larger
 	 * than one SEND that its receiver did not read (group_p2p_send):
-	 * -ENOBUFS, -EMSGSIZE, -ENOTCONN. May be NULL. */
+	 * -ENOBUFS, -EMSGSIZE, -ENOTCONN; and for one of one SEND whose
+	 * connection closed before the SEND completed: -ENOTCONN (for
+	 * group_p2p_send_mem, d is the group's copy). May be NULL. */
 	void (*send_failed)(void *ctx, const struct buf_desc *d, int code,
 			    const char *why);
 	/* State transfer to a member that joins (group_join): on the member
@@ -324,7 +326,10 @@ size_t group_p2p_max(const struct group *g);
  * why naming both members) before the lease goes back: -ENOBUFS (the
  * receiver had no room in time), -EMSGSIZE (larger than its region),
  * -ENOTCONN (the connection went first: a failure, a view change or the
- * close; the receiver may have delivered it just before). A send from
+ * close; the receiver may have delivered it just before). So does a
+ * small one whose connection goes before its SEND completes (-ENOTCONN):
+ * a receiver that went on to the next view first no longer takes what is
+ * sent on the old connection. A send from
  * that upcall may be refused when it comes at a view's end. Returns 0,
  * -ENOENT (no such member, or this member), -EINVAL (not a lease ready
  * to send: a delivery is not, group_p2p_send_mem() sends its bytes),

@@ -291,6 +291,15 @@ int sst_start(struct sst *t, struct squall_error *err);
  * NULL. The node must outlive this call. */
 void sst_destroy(struct sst *t);
 
+/* Where a receive of a table made with opt (recv_depth, recv_area and
+ * recv_buf_size as given to sst_create) put a SEND, for the owner that
+ * takes the node's last completions itself once the table is gone (a
+ * drain before the node goes): the buffer in recv_area, and the sender's
+ * rank in *rank. NULL when wr_id is not one of the table's receives, or
+ * opt gives receives no buffer. */
+void *sst_recv_landing(const struct sst_options *opt, uint64_t wr_id,
+		       uint32_t *rank);
+
 /* Wait until every peer not suspected has pushed a header that validated
  * with this table's fingerprint. Returns 0, -ETIMEDOUT (err names the
  * peer, and how many of its pushes failed their check), or -EPROTO when a

@@ -1,6 +1,7 @@
 /*
  * test_sst_layout.c - the SST row layout: alignment, offsets, row size,
- * the cache-line rule, segments and their trailers, and the fingerprint.
+ * the cache-line rule, segments and their trailers, and the fingerprint;
+ * and where a receive's SEND lands in the receive area.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <squall/sst.h>
 
 #include "sst/layout.h"
+#include "sst/table.h"
 
 static struct sst_layout *make(const struct sst_column *c, uint32_t n)
 {
@@ -346,6 +348,34 @@ static void test_header_only(void **state)
 	sst_layout_destroy(l);
 }
 
+/* sst_recv_landing finds receive i of member rank where the table posted
+ * it (sst_recv_buf), and nothing for any other request. */
+static void test_recv_landing(void **state)
+{
+	static uint8_t area[3 * 4 * 64];
+	struct sst_options o = { .recv_depth = 4, .recv_area = area,
+				 .recv_buf_size = 64 };
+	uint32_t rank = 99;
+
+	(void)state;
+	for (uint32_t r = 0; r < 3; r++)
+		for (uint32_t i = 0; i < 4; i++) {
+			uint8_t *want = area + ((size_t)r * 4 + i) * 64;
+
+			assert_ptr_equal(sst_recv_landing(&o, sst_wrid(SST_WR_RECV,
+							r, i), &rank), want);
+			assert_int_equal(rank, r);
+			assert_ptr_equal(sst_recv_slot(&o, r, i), want);
+		}
+	/* A write of the table's, a receive beyond the depth, another
+	 * part's request, a table whose receives hold no buffer. */
+	assert_null(sst_recv_landing(&o, sst_wrid(SST_WR_WRITE, 1, 2), &rank));
+	assert_null(sst_recv_landing(&o, sst_wrid(SST_WR_RECV, 1, 4), &rank));
+	assert_null(sst_recv_landing(&o, (uint64_t)'P' << 56 | 5, &rank));
+	o.recv_buf_size = 0;
+	assert_null(sst_recv_landing(&o, sst_wrid(SST_WR_RECV, 1, 2), &rank));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -359,6 +389,7 @@ int main(void)
 		cmocka_unit_test(test_fingerprint),
 		cmocka_unit_test(test_bad_declarations),
 		cmocka_unit_test(test_header_only),
+		cmocka_unit_test(test_recv_landing),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
