@@ -11,7 +11,9 @@
 # Then the same with member 2 killed (kill -9) after 3 s: the survivors
 # change view with point-to-point messages in flight on the old view's
 # connections, whose completions must all come back before its node goes
-# (group_stats p2p_abandoned 0: no buffer lost with it).
+# (group_stats p2p_abandoned 0: no buffer lost with it), and each of
+# member 0's messages to member 1, which survives with it, arrived or was
+# reported through send_failed.
 # Then member 2 misbehaves: its 200th point-to-point message goes out as
 # bytes nobody can read (--fail-at p2p_garbage:200). Member 0, which
 # receives it, must not stop itself: it suspects member 2 and cuts its
@@ -62,6 +64,16 @@ for i in 0 1; do
     [ "$a" = 0 ] || fail "floodkill: member $i lost $a point-to-point sends with the old view's connections"
 done
 echo "ok: floodkill: no point-to-point send was abandoned with the old view ($(for i in 0 1; do echo -n "$i: $(val "$OUT/floodkill.$i.out" "P2P " sent) sent "; done))"
+# Member 0 floods member 1, which survives with it: each message accepted
+# arrived (in the old view or, taken as its connections closed, in the
+# new one) or was reported through send_failed.
+sent=$(val "$OUT/floodkill.0.out" "P2P " sent)
+failed=$(val "$OUT/floodkill.0.out" "P2P " failed)
+got=$(val "$OUT/floodkill.1.out" "P2PFROM member=1 sender=0 " count)
+got=${got:-0}
+[ "$got" -le "$sent" ] && [ $((got + failed)) -ge "$sent" ] ||
+    fail "floodkill: member 0's $sent point-to-point messages to member 1 were accepted and $failed reported failed; member 1 received $got"
+echo "ok: floodkill: member 0 -> 1: $sent point-to-point messages, $got received, $failed reported failed"
 
 EXTRA=([2]="--fail-at p2p_garbage:200")
 start_members garbage --p2p-flood
