@@ -33,8 +33,9 @@
 # lost and duplicated summed over all rounds (lost: messages a live
 # sender, the leaver included, sent that a survivor never delivered), the
 # virtual-synchrony violations vs_check found in the members' histories
-# (tests/vsync/check.h), and each part's median over every survivor of
-# every round.
+# (tests/vsync/check.h), the upcalls that began while another ran on
+# another thread (view_member's overlaps: group.h says none do), and each
+# part's median over every survivor of every round.
 set -u
 N=4
 ROUNDS=${MEMBERSHIP_ROUNDS:-12}
@@ -74,7 +75,7 @@ csv_rows=()
 view_ms=()
 parts=()  # "agree deliver teardown build connect" (ms) of each survivor
 detects=()  # death to the wedge (ms) of each survivor
-lost=0 dups=0 violations=0
+lost=0 dups=0 violations=0 overlaps=0
 for r in $(seq 1 "$ROUNDS"); do
     k=${KINDS[$(( (r - 1) % ${#KINDS[@]} ))]}
     kind "$k"
@@ -138,6 +139,7 @@ for r in $(seq 1 "$ROUNDS"); do
         # below)
         pv=$(for p in agree deliver teardown build connect upcall; do echo -n "$(val0 "$f" RESULT ${p}_ms) "; done)
         parts+=("$pv")
+        overlaps=$((overlaps + $(val0 "$f" RESULT overlaps)))
         # Death to the wedge: the rest of death_to_ms before the
         # group's own wedge-to-installed time.
         det=$(( $(view_of "$f" "$members") - since - $(val0 "$f" RESULT view_change_ms) ))
@@ -184,4 +186,5 @@ printf "%-44s %s\n" "its parts, medians over survivors, ms" \
 printf "%-44s %s\n" "messages of live senders lost (all rounds)" "$lost"
 printf "%-44s %s\n" "messages delivered twice (all rounds)" "$dups"
 printf "%-44s %s\n" "vs_check violations (all rounds)" "$violations"
-echo "SUMMARY membership view_change_ms=$med lost=$lost duplicated=$dups violations=$violations members=$N rounds=$ROUNDS detect_ms=$pm_detect agree_ms=$pm_agree deliver_ms=$pm_deliver teardown_ms=$pm_teardown build_ms=$pm_build connect_ms=$pm_connect upcall_ms=$pm_upcall"
+printf "%-44s %s\n" "upcalls that overlapped another (all rounds)" "$overlaps"
+echo "SUMMARY membership view_change_ms=$med lost=$lost duplicated=$dups violations=$violations overlaps=$overlaps members=$N rounds=$ROUNDS detect_ms=$pm_detect agree_ms=$pm_agree deliver_ms=$pm_deliver teardown_ms=$pm_teardown build_ms=$pm_build connect_ms=$pm_connect upcall_ms=$pm_upcall"
