@@ -138,9 +138,10 @@ static int start_rdma(struct group *g, struct squall_error *err)
 	if (!r)
 		r = rdma_sq_connect_all(g->v.node, err);
 	/* In a later view a survivor that did not come back within
-	 * group.view_timeout_ms, or whose listener is gone (its process
-	 * is), is a failure like any other: the SST suspects it from the
-	 * start and the next view change drops it. */
+	 * group.view_timeout_ms, whose listener is gone (its process is),
+	 * or that failed after it connected (while this member waited for
+	 * another), is a failure like any other: the SST suspects it from
+	 * the start and the next view change drops it. */
 	if ((r == -ETIMEDOUT || r == -EHOSTDOWN) && g->vcfg.epoch)
 		r = 0;
 	/* A peer whose grants do not come is failed: like a survivor that

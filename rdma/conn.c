@@ -453,6 +453,12 @@ void rdma_sq_peer_fail(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 	 * peer. */
 	if (p->cm && p->state == PEER_UP)
 		rdma_disconnect(p->cm);
+	/* A peer that fails once its connection was up (it died, or closed,
+	 * meanwhile) did not refuse anything: while connect_all waits for
+	 * the others, it counts as found gone (-EHOSTDOWN), a failure for
+	 * the view to deal with. */
+	if (p->state == PEER_UP)
+		p->gone = true;
 	rdma_sq_set_state(p, PEER_DEAD);
 }
 

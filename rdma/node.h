@@ -95,8 +95,9 @@ struct rdma_sq_peer {
 	bool granted;                 /* its GRANT arrived */
 	bool drain_marked;            /* rdma_sq_drain's marker posted, its
 					 completion not yet taken */
-	/* A peer of opt.listening (conn.c): found gone (nothing listens at
-	 * its address), and, when it is the lower of the two, the request
+	/* A peer found gone: of opt.listening, nothing listens at its
+	 * address; of any, it failed after its connection came up (conn.c).
+	 * A peer of opt.listening that is the lower of the two: the request
 	 * that asks whether it still listens (the probe) and when the next
 	 * one goes. */
 	bool listens;

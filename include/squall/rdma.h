@@ -210,9 +210,10 @@ int rdma_sq_create(const struct rdma_sq_group *grp, uint32_t my_id,
  * both versions; so is a peer whose hello carries another cookie (the
  * group's: its file's fingerprint, so its file differs from ours), with
  * both named. A peer of rdma_sq_options.listening found gone (nothing
- * listens at its address) is failed with a reason saying so; once every
- * other peer is connected or failed, that is -EHOSTDOWN with an error
- * naming it (a refusal's error comes first).
+ * listens at its address), or any peer that fails after its connection
+ * came up (it died or closed meanwhile), is failed with a reason saying
+ * so; once every other peer is connected or failed, that is -EHOSTDOWN
+ * with an error naming it (a refusal's error comes first).
  * Returns 0 once every queue pair is established. */
 int rdma_sq_connect_all(struct rdma_sq_node *node, struct squall_error *err);
 

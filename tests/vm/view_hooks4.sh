@@ -10,6 +10,12 @@
 #  - installing: member 2 dies after tearing its old view down, before
 #    building the next (the others install without it, miss it there and
 #    drop it in the next change);
+#  - connected: member 0 ends its old view 3 s late (--fail-at
+#    teardown_late), and member 2 is killed 1 s into that wait, when it
+#    has connected to member 1 for the next view and both wait for
+#    member 0. A member that dies after it connected is a failure for the
+#    next change to deal with, not a refusal: members 0 and 1 install
+#    the view with it and go on without it;
 #  - rdmc_mid: with no other change, member 1 dies holding half the
 #    blocks of its 10th large message (rdmc.block_size 16K: 200 KB
 #    messages are 13 blocks); every survivor then has messages to send
@@ -61,6 +67,18 @@ hook_round() {
 hook_round published 0 trim_published 3 "1 2" 1,2
 hook_round adopted 1 trim_adopted 3 "0 2" 0,2
 hook_round installing 2 installing 3 "0 1" 0,1
+EXTRA=([0]="--fail-at teardown_late" [3]="--secs 3")
+start_members connected
+wait_line "$OUT/connected.0.err" "^FAILING " 180 "${PID[0]}" ||
+    fail "connected: member 0's hook teardown_late did not fire within 180 s$(stop_note connected 0)"
+sleep 1
+kill_member 2
+finish 3 180
+[ "$RC" = 0 ] || fail "connected: member 3, leaving, exited with status $RC"
+end_round connected "0 1" 2 0,1
+grep -q "^VIEW member=1 epoch=1 members=0,1,2 " "$OUT/connected.1.out" ||
+    fail "connected: member 1 did not install the view of 0, 1 and 2 first"
+echo "ok: connected: member 2 died connected to member 1 for the next view; members 0 and 1 installed it and went on"
 SETS="$SETS rdmc.block_size=16K"
 hook_round rdmc_mid 1 rdmc_mid:10 "" "0 2 3" 0,2,3 --view-send
 # Every survivor's view upcall tried a send (--view-send) while it had
