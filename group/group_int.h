@@ -576,12 +576,15 @@ static inline void group_cond_wait(pthread_cond_t *c, struct group *g)
 /* Upcalls never run two at a time (group.h): each one runs holding
  * upcall_mu, which is recursive because an upcall's own call into the
  * group may make another one on the same thread (a send that fails at
- * once). No group lock is held while waiting for it, and an upcall waits
- * for nothing (group.h), so whoever holds it lets go. Where the upcall
- * can wait for a later pass (a point-to-point message), the progress
- * thread only tries it (group_upcall_try), so that a long upcall on
- * another thread (state_save on the view thread) does not hold its
- * heartbeats back. */
+ * once). Whoever holds it lets go: an upcall waits for nothing (group.h),
+ * and a thread waiting for upcall_mu holds nothing the holder's calls
+ * need (those calls take no epoch_lock on the progress and view threads,
+ * group_lockless; the view thread holds it for writing around the view
+ * upcall, when no other thread can hold it at all). Where the upcall can
+ * wait for a later pass (a point-to-point message), the progress thread
+ * only tries it (group_upcall_try), so that a long upcall on another
+ * thread (state_save on the view thread) does not hold its heartbeats
+ * back. */
 static inline void group_upcall_begin(struct group *g)
 {
 	pthread_mutex_lock(&g->upcall_mu);

@@ -511,11 +511,10 @@ static void *flooder(void *arg)
 	while (!atomic_load(&m->flood_done) && !atomic_load(&m->stopped)) {
 		size_t len = 64 + (m->p2p_sent % 16) * 60;
 		struct squall_error err;
-		struct buf_desc d;
-		int r;
-
 		struct hdr h = { .sender = m->id, .pad = P2P_MARK,
 				 .counter = m->p2p_sent, .len = len };
+		struct buf_desc d;
+		int r;
 
 		if (alloc_lease_wait(a, 1, &len, &d, 100))
 			continue;
