@@ -600,6 +600,18 @@ static inline void group_upcall_end(struct group *g)
 	pthread_mutex_unlock(&g->upcall_mu);
 }
 
+/* The send_failed upcall, when there is one. */
+static inline void group_call_send_failed(struct group *g,
+					  const struct buf_desc *d, int code,
+					  const char *why)
+{
+	if (!g->cb.send_failed)
+		return;
+	group_upcall_begin(g);
+	g->cb.send_failed(g->ctx, d, code, why);
+	group_upcall_end(g);
+}
+
 /* The failure upcall, when there is one. */
 static inline void group_call_failure(struct group *g, uint32_t member,
 				      const char *why)

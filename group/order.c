@@ -152,12 +152,7 @@ static void deliver_large(struct group *g, struct group_xfer *x)
 			/* Its caller learns it from group_send_mem. */
 			group_own_done(g, &x->d, x->status, x->why);
 		} else if (mine) {
-			if (g->cb.send_failed) {
-				group_upcall_begin(g);
-				g->cb.send_failed(g->ctx, &x->d, x->status,
-						  x->why);
-				group_upcall_end(g);
-			}
+			group_call_send_failed(g, &x->d, x->status, x->why);
 			if (x->d.ptr)
 				alloc_complete(g->a, &x->d);
 		}
@@ -788,11 +783,7 @@ static void unsent_one(struct unsent *u, const struct buf_desc *d,
 		group_own_done(g, d, code, why);
 		return;
 	}
-	if (g->cb.send_failed) {
-		group_upcall_begin(g);
-		g->cb.send_failed(g->ctx, d, code, why);
-		group_upcall_end(g);
-	}
+	group_call_send_failed(g, d, code, why);
 	alloc_complete(g->a, d);
 }
 

@@ -242,11 +242,8 @@ static void out_end(struct group *g, struct group_p2p_out *o, int code,
 		return;
 	}
 	pthread_mutex_unlock(&p2p_mu);
-	if (code && g->cb.send_failed) {
-		group_upcall_begin(g);
-		g->cb.send_failed(g->ctx, &o->d, code, why);
-		group_upcall_end(g);
-	}
+	if (code)
+		group_call_send_failed(g, &o->d, code, why);
 	alloc_complete(g->a, &o->d);
 	free(o);
 }
@@ -584,9 +581,7 @@ static void small_failed(struct group *g, const struct p2p_meta *mt,
 		 "may have received it just before", g->my_id, mt->d.len,
 		 g->v.ids[mt->rank], wc->status_text ? wc->status_text :
 		 "flushed", g->v.ids[mt->rank]);
-	group_upcall_begin(g);
-	g->cb.send_failed(g->ctx, &mt->d, -ENOTCONN, why);
-	group_upcall_end(g);
+	group_call_send_failed(g, &mt->d, -ENOTCONN, why);
 }
 
 /* A point-to-point SEND (a message, a request, an answer) or a use-once
