@@ -672,35 +672,25 @@ static void probe_done(struct group *g, const struct rdma_sq_wc *wc)
 }
 #endif
 
-/* Answer in's region, then hand what was read to the upcall. Returns
- * true when in is done with. */
-static bool in_answer(struct group *g, struct group_p2p_in *in, bool *work)
+/* Post the answer to in's region. Returns 0 when posted, -EAGAIN when it
+ * must wait for a later pass (no room for it, or the send queue is full),
+ * another negative errno when it cannot go. */
+static int post_answer(struct group *g, struct group_p2p_in *in)
 {
 	struct squall_error err = { 0 };
 	uint32_t member = g->v.ids[in->rank];
-	bool upcall = !in->code && in->d.ptr;
-	uint8_t *obj;
+	uint8_t *obj = alloc_obj_new(g->a, P2P_OBJ);
 	struct rdma_sq_sge sg;
 	uint64_t wrid;
 	int n, r;
 
-	/* Another upcall runs: answered and handed over at a later pass. */
-	if (upcall && !group_upcall_try(g))
-		return false;
-	obj = alloc_obj_new(g->a, P2P_OBJ);
-	if (!obj) {
-		if (upcall)
-			group_upcall_end(g);
-		return false; /* no room for the answer yet: a later pass */
-	}
+	if (!obj)
+		return -EAGAIN;
 	n = group_p2p_encode_answer(obj, GROUP_P2P_MSG_CAP, &in->u, in->code,
 				    in->why, &err);
 	if (n < 0) {
 		alloc_obj_delete(g->a, obj);
-		in->state = IN_FAILED;
-		if (upcall)
-			group_upcall_end(g);
-		return in->reads == 0;
+		return -EPROTO;
 	}
 	*meta_of(obj) = (struct p2p_meta){ P2P_ANSWER, in->rank, in->id,
 					   { NULL, 0 } };
@@ -715,22 +705,40 @@ static bool in_answer(struct group *g, struct group_p2p_in *in, bool *work)
 				     RDMA_SQ_SIGNALED, &err);
 	if (r) {
 		alloc_obj_delete(g->a, obj);
-		if (upcall)
-			group_upcall_end(g);
-		if (r == -ENOMEM || r == -EAGAIN)
-			return false; /* the send queue is full: a later pass */
+		return r == -ENOMEM || r == -EAGAIN ? -EAGAIN : r;
+	}
+	return 0;
+}
+
+/* Answer in's region, then hand what was read to the upcall. Returns
+ * true when in is done with. */
+static bool in_answer(struct group *g, struct group_p2p_in *in, bool *work)
+{
+	bool upcall = !in->code && in->d.ptr;
+	int r;
+
+	/* Another upcall runs: answered and handed over at a later pass. */
+	if (upcall && !group_upcall_try(g))
+		return false;
+	r = post_answer(g, in);
+	if (!r) {
+		*work = true;
+#ifdef SQUALL_TEST_HOOKS
+		if (!in->code && !in->registration)
+			probe_old_key(g, in);
+#endif
+		if (upcall) {
+			atomic_fetch_add(&g->st_p2p_received, 1);
+			g->cb.p2p_receive(g->ctx, g->v.ids[in->rank], &in->d);
+		}
+	}
+	if (upcall)
+		group_upcall_end(g);
+	if (r == -EAGAIN)
+		return false; /* no room for the answer yet: a later pass */
+	if (r) {
 		in->state = IN_FAILED;
 		return in->reads == 0;
-	}
-	*work = true;
-#ifdef SQUALL_TEST_HOOKS
-	if (!in->code && !in->registration)
-		probe_old_key(g, in);
-#endif
-	if (upcall) {
-		atomic_fetch_add(&g->st_p2p_received, 1);
-		g->cb.p2p_receive(g->ctx, member, &in->d);
-		group_upcall_end(g);
 	}
 	return true;
 }
