@@ -39,22 +39,44 @@ now_ms() { local t=${EPOCHREALTIME/./}; echo "${t%???}"; }
 # until stop_streaming NAME (or their --secs, 600 unless ARGS say
 # otherwise).
 start_members() {
-    local name=$1 i s set_args=()
+    local name=$1 i
     shift
-    for s in $SETS; do set_args+=(--set "$s"); done
     rm -f "$OUT/$name.stop"
     for i in $(seq 0 $((N - 1))); do
-        # shellcheck disable=SC2086
-        "$VM_MEMBER" --config "$CFG" --id "$i" "${set_args[@]}" \
-            --rate "$RATE" --secs 600 --stop-file "$OUT/$name.stop" \
-            --log "$OUT/$name.$i.vlog" "$@" ${EXTRA[$i]:-} \
-            >"$OUT/$name.$i.out" 2>"$OUT/$name.$i.err" &
-        PID[$i]=$!
+        start_member "$name" "$i" "$@"
     done
     for i in $(seq 0 $((N - 1))); do
         wait_line "$OUT/$name.$i.out" "^READY member=$i\$" 180 "${PID[$i]}" ||
             fail "$name: member $i did not start within 180 s"
     done
+}
+
+# start_member NAME I ARGS...: member I alone, as start_members starts
+# each (a joiner, started after the others); does not wait for it.
+start_member() {
+    local name=$1 i=$2 s set_args=()
+    shift 2
+    for s in $SETS; do set_args+=(--set "$s"); done
+    # shellcheck disable=SC2086
+    "$VM_MEMBER" --config "$CFG" --id "$i" "${set_args[@]}" \
+        --rate "$RATE" --secs 600 --stop-file "$OUT/$name.stop" \
+        --log "$OUT/$name.$i.vlog" "$@" ${EXTRA[$i]:-} \
+        >"$OUT/$name.$i.out" 2>"$OUT/$name.$i.err" &
+    PID[$i]=$!
+}
+
+# check_p2p NAME I J: each of member I's point-to-point messages to
+# member J (--p2p-flood) arrived or was reported through send_failed: J
+# received no more than I sent, and that with what I was told failed
+# covers all I sent.
+check_p2p() {
+    local name=$1 from=$2 to=$3 sent failed got
+    getv0 sent "$OUT/$name.$from.out" "P2P " sent
+    getv0 failed "$OUT/$name.$from.out" "P2P " failed
+    getv0 got "$OUT/$name.$to.out" "P2PFROM member=$to sender=$from " count
+    [ "$got" -le "$sent" ] && [ $((got + failed)) -ge "$sent" ] ||
+        fail "$name: member $from's $sent point-to-point messages to member $to were accepted and $failed reported failed; member $to received $got"
+    echo "ok: $name: member $from -> $to: $sent point-to-point messages, $got received, $failed reported failed (send_failed)"
 }
 
 # stop_streaming NAME: every member still running stops sending and closes.

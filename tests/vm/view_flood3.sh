@@ -67,13 +67,7 @@ echo "ok: floodkill: no point-to-point send was abandoned with the old view ($(f
 # Member 0 floods member 1, which survives with it: each message accepted
 # arrived (in the old view or, taken as its connections closed, in the
 # new one) or was reported through send_failed.
-sent=$(val "$OUT/floodkill.0.out" "P2P " sent)
-failed=$(val "$OUT/floodkill.0.out" "P2P " failed)
-got=$(val "$OUT/floodkill.1.out" "P2PFROM member=1 sender=0 " count)
-got=${got:-0}
-[ "$got" -le "$sent" ] && [ $((got + failed)) -ge "$sent" ] ||
-    fail "floodkill: member 0's $sent point-to-point messages to member 1 were accepted and $failed reported failed; member 1 received $got"
-echo "ok: floodkill: member 0 -> 1: $sent point-to-point messages, $got received, $failed reported failed"
+check_p2p floodkill 0 1
 
 EXTRA=([2]="--fail-at p2p_garbage:200")
 start_members garbage --p2p-flood
