@@ -58,6 +58,7 @@
  *   ECHO member=I sent=S refused=R              (with --echo)
  *   VIEWSEND member=I tried=T sent=S refused=R  (with --view-send)
  *   UNHELD member=I count=C                     (with --check-unheld)
+ *   SAVING member=I wall_ms=T                   (state_save begins)
  *   STATE member=I saved=S loaded=L             (state_save calls; 1 on
  *          a joiner whose state_load ran)
  *   RESULT member=I sent=S delivered=D bad=B dup=X gap=Y epochs=N
@@ -791,6 +792,7 @@ static int state_save(void *ctx, void **data, size_t *len)
 	struct state *p;
 
 	up_in(m, "state_save");
+	say(m, "SAVING member=%u wall_ms=%" PRIu64 "\n", m->id, wall_ms());
 	if (m->state_save_ms) {
 		struct timespec ts = { m->state_save_ms / 1000,
 				       (long)(m->state_save_ms % 1000) * 1000000L };
