@@ -359,7 +359,8 @@ struct group {
 	 * listener, kept from the last view's node for the next one's, and
 	 * which members of the view being built kept theirs too (.cfg
 	 * bits: the last view's survivors whose hello said wire 1.1 or
-	 * later, set by install; 0 in a first view). A member
+	 * later, set by install; for a joiner, what its answer said;
+	 * 0 in a first view). A member
 	 * that kept its listener and has none is gone (rdma_sq_options
 	 * .listening). */
 	struct rdma_sq_listener *listener;
@@ -790,7 +791,8 @@ void group_join_poll(struct group *g);
  * or its extensions more than WIRE_EXT_AREA_MAX. */
 int group_join_msg_total(const uint8_t *hdr, uint64_t max, uint64_t *total);
 void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
-		       uint32_t n, uint64_t seq_base, uint64_t barriers);
+		       uint32_t n, uint64_t seq_base, uint64_t barriers,
+		       uint64_t listeners);
 void group_join_close(struct group *g);
 void group_join_republish(struct group *g);
 uint64_t group_cfg_bits(const struct group *g, const struct group_config *v);

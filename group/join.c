@@ -492,16 +492,18 @@ void group_join_poll(struct group *g)
 /* The view change that adds joiners is decided: tell each joiner whose
  * request this member holds the view and give it the state. */
 void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
-		       uint32_t n, uint64_t seq_base, uint64_t barriers)
+		       uint32_t n, uint64_t seq_base, uint64_t barriers,
+		       uint64_t listeners)
 {
-	uint8_t view[8 + 4 + 4 * GROUP_CONFIG_MAX_MEMBERS + 16];
+	uint8_t view[8 + 4 + 4 * GROUP_CONFIG_MAX_MEMBERS + 24];
 	uint64_t e = htole64(epoch), sb = htole64(seq_base);
-	uint64_t bc = htole64(barriers);
+	uint64_t bc = htole64(barriers), ls = htole64(listeners);
 	uint32_t nl = htole32(n);
 
 	group_assert_view_thread(g);
 	/* VIEW_COMMIT: epoch, n, n ids, the view's first position, the
-	 * barrier count to start from (little-endian). */
+	 * barrier count to start from, and (wire 1.2) the members that kept
+	 * their listeners, as bits by .cfg position (little-endian). */
 	memcpy(view, &e, 8);
 	memcpy(view + 8, &nl, 4);
 	for (uint32_t i = 0; i < n; i++) {
@@ -511,6 +513,7 @@ void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
 	}
 	memcpy(view + 12 + 4 * n, &sb, 8);
 	memcpy(view + 20 + 4 * n, &bc, 8);
+	memcpy(view + 28 + 4 * n, &ls, 8);
 	for (uint32_t k = 0; k < g->cfg.nmembers; k++) {
 		int fd = g->join_conn[k];
 		void *state = NULL;
@@ -536,7 +539,7 @@ void group_join_answer(struct group *g, uint64_t epoch, const uint32_t *ids,
 			uint64_t until = group_now_ms() + g->cfg.view_timeout_ms;
 
 			r = send_msg(fd, WIRE_MSG_VIEW_COMMIT, 0, g->my_id, view,
-				     28 + 4 * n, until);
+				     36 + 4 * n, until);
 			if (!r)
 				send_msg(fd, WIRE_MSG_STATE_XFER, 0, g->my_id,
 					 state, (uint32_t)len, until);
@@ -721,6 +724,18 @@ static int ask(struct group *g, const struct group_member_cfg *m,
 
 		memcpy(&bc, msg.payload + 20 + 4 * n, 8);
 		atomic_store(&g->barriers, le64toh(bc));
+	}
+	/* The members that kept their listeners (wire 1.2; a 1.1 member's
+	 * answer ends before them): the joiner probes those lower than
+	 * itself, as a survivor does, and takes one that no longer listens
+	 * for gone at once instead of waiting group.view_timeout_ms for it
+	 * to connect. */
+	g->kept_listeners = 0;
+	if (msg.payload_len >= 36 + 4 * n) {
+		uint64_t ls;
+
+		memcpy(&ls, msg.payload + 28 + 4 * n, 8);
+		g->kept_listeners = le64toh(ls);
 	}
 	v->nmembers = 0;
 	for (uint32_t i = 0; i < n; i++) {

@@ -392,6 +392,7 @@ static void install(struct group *g)
 	uint64_t keep = group_cfg_bits(g, &g->vcfg), adds = g->v.vc.tadd;
 	uint64_t vc_start = g->v.vc_start_ms, resent = 0;
 	uint64_t adopted = g->v.vc_adopt_ms, t0 = group_now_ms(), t1, t2;
+	uint64_t listeners;
 	/* The trim is delivered (VC_INSTALL): the progress thread adds no
 	 * more to it. */
 	uint64_t upcall_ns = g->v.trim_upcall_ns;
@@ -413,11 +414,17 @@ static void install(struct group *g)
 	nv.nmembers = n;
 	nv.epoch++;
 	nv.connect_timeout_ms = g->cfg.view_timeout_ms;
+	/* The survivors keep their listeners: nothing listening at one's
+	 * address in the next view means it is gone, where its refusals
+	 * carry a hello. Joiners start theirs. */
+	listeners = hello_refusers(g, keep);
 	/* Joiners learn the view (and get the state) before anyone
 	 * reconnects: they connect in it with the others. They number
 	 * positions from where the trim ends, and count barriers from the
 	 * fewest any survivor entered (so their next barrier is the one
-	 * the slowest survivor enters next). */
+	 * the slowest survivor enters next). They are told which survivors
+	 * keep their listeners (this member too), so that one that dies
+	 * meanwhile is found gone by them as by the others. */
 	if (adds) {
 		uint64_t barriers = atomic_load(&g->barriers);
 
@@ -426,14 +433,12 @@ static void install(struct group *g)
 			    row(g, j, COL_BARRIER) < barriers)
 				barriers = row(g, j, COL_BARRIER);
 		group_join_answer(g, nv.epoch, ids, n, g->seq_base + end,
-				  barriers);
+				  barriers, listeners | 1ull <<
+				  group_config_member_index(&g->cfg, g->my_id));
 	}
 	group_epoch_wrlock(g);
 	atomic_store(&g->installing, true);
-	/* The survivors kept their listeners: nothing listening at one's
-	 * address in the next view means it is gone, where its refusals
-	 * carry a hello. Joiners start theirs. */
-	g->kept_listeners = hello_refusers(g, keep);
+	g->kept_listeners = listeners;
 	r = group_epoch_teardown(g, true, &err);
 	t1 = group_now_ms();
 	squall_hook("installing");

@@ -10,7 +10,7 @@
 #define SQUALL_VERSION_STRING "0.1.0"
 
 #define SQUALL_WIRE_MAJOR 1
-#define SQUALL_WIRE_MINOR 1
+#define SQUALL_WIRE_MINOR 2
 
 /* libsquall's ABI: the library is built with hidden visibility, and the
  * calls declared below are what it exports (squall.map lists them). */
