@@ -9,8 +9,9 @@
  * request in its SST row (COL_JOIN); the leader folds every request it
  * sees into the next view change, as additions beside any failures
  * (view.c). Once that change's trim is delivered everywhere, the member
- * holding the connection answers with the new view (VIEW_COMMIT: epoch
- * and member ids) and the application's state (STATE_XFER), taken right
+ * holding the connection answers with the new view (VIEW_COMMIT: epoch,
+ * member ids, and which of them kept their listeners) and the
+ * application's state (STATE_XFER), taken right
  * after the last delivery of the old view; the joiner loads the state and
  * connects in that view like everyone else. Connections and state are a
  * control path: small, rare, and fine over TCP.
