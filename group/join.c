@@ -727,10 +727,10 @@ static int ask(struct group *g, const struct group_member_cfg *m,
 		atomic_store(&g->barriers, le64toh(bc));
 	}
 	/* The members that kept their listeners (wire 1.2; a 1.1 member's
-	 * answer ends before them): the joiner probes those lower than
-	 * itself, as a survivor does, and takes one that no longer listens
-	 * for gone at once instead of waiting group.view_timeout_ms for it
-	 * to connect. */
+	 * answer ends before them): as a survivor does, the joiner takes one
+	 * of them that no longer listens (its own request refused without
+	 * a hello, or its probe of a lower one) for gone at once, instead of
+	 * waiting group.view_timeout_ms for it. */
 	g->kept_listeners = 0;
 	if (msg.payload_len >= 36 + 4 * n) {
 		uint64_t ls;
