@@ -69,9 +69,8 @@ for i in 0 1 2 3; do
 done
 echo "ok: join: member $saver saved the state in $SAVE_MS ms while point-to-point messages came in; no upcall overlapped another"
 
-# Round kill.
-SETS="sst.suspect_timeout_ms=4000 group.view_timeout_ms=10000"
-EXTRA=([0]="--state-save-ms $SAVE_MS" [1]="--state-save-ms $SAVE_MS" [2]="--state-save-ms $SAVE_MS")
+# Round kill, with the first round's state_save (EXTRA).
+SETS="$SETS group.view_timeout_ms=10000"
 start_members kill
 sleep 2
 start_member kill 3 --join
