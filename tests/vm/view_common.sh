@@ -13,6 +13,10 @@ VS_CHECK=${VS_CHECK:-$BUILD/tests/vsync/vs_check}
 [ -x "$VS_CHECK" ] || { echo "FAIL: $VS_CHECK is not built" >&2; exit 1; }
 SETS=${SETS:-}
 RATE=${RATE:-100}
+# The transport's log lines on each member's stderr (view_member
+# --transport-log: 0 errors, 1 with info, 2 with each connection event),
+# shown with the rest when a test fails.
+TRANSPORT_LOG=${TRANSPORT_LOG:-1}
 OUT=$(mktemp -d /tmp/squall-view-test.XXXXXX)
 . "$SRC/tests/vm/lib.sh"
 # Kill times (ms) by member id, for the callers.
@@ -32,8 +36,8 @@ fail() {
 now_ms() { local t=${EPOCHREALTIME/./}; echo "${t%???}"; }
 
 # start_members NAME ARGS...: member i (0..N-1) runs view_member --config
-# CFG --id i, the SETS, --rate RATE, --stop-file OUT/NAME.stop, ARGS and
-# the words of ${EXTRA[i]}, output in OUT/NAME.i.out and .err, its history
+# CFG --id i, the SETS, --rate RATE, --stop-file OUT/NAME.stop,
+# --transport-log TRANSPORT_LOG, ARGS and the words of ${EXTRA[i]}, output in OUT/NAME.i.out and .err, its history
 # (tests/vsync/log.h) in OUT/NAME.i.vlog; returns
 # once every member printed READY (fails after 180 s). Members stream
 # until stop_streaming NAME (or their --secs, 600 unless ARGS say
@@ -60,7 +64,8 @@ start_member() {
     # shellcheck disable=SC2086
     "$VM_MEMBER" --config "$CFG" --id "$i" "${set_args[@]}" \
         --rate "$RATE" --secs 600 --stop-file "$OUT/$name.stop" \
-        --log "$OUT/$name.$i.vlog" "$@" ${EXTRA[$i]:-} \
+        --log "$OUT/$name.$i.vlog" --transport-log "$TRANSPORT_LOG" \
+        "$@" ${EXTRA[$i]:-} \
         >"$OUT/$name.$i.out" 2>"$OUT/$name.$i.err" &
     PID[$i]=$!
 }

@@ -83,6 +83,10 @@
  * on another thread (group.h: upcalls never run two at a time); each one
  * that finds another running prints an OVERLAP line on stderr, naming
  * both, and counts in RESULT's overlaps.
+ * With --transport-log L it prints the log upcall's lines up to level L
+ * (0 errors, 1 with info, 2 with each connection event) on stderr, as
+ *   TLOG member=I level=L wall_ms=T msg
+ * which the scripts show with the rest of stderr when a test fails.
  * With --log FILE it also writes the run's history for the checker
  * (tests/vsync/log.h: a record per view, per successful send, per
  * delivery and at the end), which the scripts judge with vs_check.
@@ -206,6 +210,9 @@ struct member {
 	unsigned state_save_ms;
 	uint64_t state_saves;     /* view thread; read after close */
 	bool state_loaded;
+
+	/* --transport-log: the highest level printed, -1 none */
+	int tlog_level;
 
 	/* upcalls found running beside another one */
 	atomic_uint_fast64_t overlaps;
@@ -872,6 +879,16 @@ static void up_send_failed(void *ctx, const struct buf_desc *d, int code,
 	up_out("send_failed");
 }
 
+/* The log upcall: any thread, beside any upcall (group.h). */
+static void up_log(void *ctx, int level, const char *msg)
+{
+	struct member *m = ctx;
+
+	if (level <= m->tlog_level)
+		fprintf(stderr, "TLOG member=%u level=%d wall_ms=%" PRIu64
+			" %s\n", m->id, level, wall_ms(), msg);
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: view_member --config CFG --id N [--set k=v]... "
@@ -879,7 +896,7 @@ static void usage(void)
 		"[--die-after-ms M] [--die-on-commit K] [--log FILE] "
 		"[--keep K] [--echo K] [--die-at POINT[:K]] "
 		"[--fail-at POINT[:K]] [--p2p-flood] [--check-unheld] [--view-send] "
-		"[--join] [--state-save-ms M]\n");
+		"[--join] [--state-save-ms M] [--transport-log L]\n");
 }
 
 int main(int argc, char **argv)
@@ -904,6 +921,7 @@ int main(int argc, char **argv)
 		{ "view-send", no_argument, 0, 'V' },
 		{ "join", no_argument, 0, 'J' },
 		{ "state-save-ms", required_argument, 0, 'S' },
+		{ "transport-log", required_argument, 0, 'T' },
 		{ 0, 0, 0, 0 },
 	};
 	static const size_t def_sizes[] = { 64, 1000, 4000, 200000, 8000 };
@@ -914,7 +932,8 @@ int main(int argc, char **argv)
 				      .p2p_receive = up_p2p,
 				      .send_failed = up_send_failed,
 				      .state_save = state_save,
-				      .state_load = state_load };
+				      .state_load = state_load,
+				      .log = up_log };
 	const char *cfg_path = NULL, *id = NULL, *sets[MAX_SETS];
 	const char *log_path = NULL;
 	size_t nsets = 0;
@@ -932,6 +951,7 @@ int main(int argc, char **argv)
 	m->kept_tail = &m->kept_head;
 	m->rate = 200;
 	m->secs = 10;
+	m->tlog_level = -1;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'c': cfg_path = optarg; break;
@@ -952,6 +972,7 @@ int main(int argc, char **argv)
 		case 'V': m->view_send = true; break;
 		case 'J': m->join = true; break;
 		case 'S': m->state_save_ms = (unsigned)strtoul(optarg, NULL, 0); break;
+		case 'T': m->tlog_level = atoi(optarg); break;
 		case 'z':
 			for (char *t = strtok(optarg, ","); t && m->nsizes < MAX_SIZES;
 			     t = strtok(NULL, ","))
