@@ -83,21 +83,32 @@ static bool adopt_from(const struct vc_in *in, struct vc_state *st,
 	return true;
 }
 
-/* The leader. A trim a survivor already adopted is the trim: it exists
- * once, and the leader that made it had the acks of every survivor of a
- * mask within mine, so every survivor holds it; it needs no ack of mine
- * (a survivor that adopted it treats the members installing it as gone
- * and may never ack my mask). Otherwise, once every survivor is wedged
- * for my mask: per sender, the least any survivor holds. */
+/* A trim that exists already, for a mask within mine. The leader's,
+ * for another member. For the leader, one a survivor adopted: it is the
+ * trim, for it exists once, and the leader that made it had the acks of
+ * every survivor of a mask within mine, so every survivor holds it; it
+ * needs no ack of mine (a survivor that adopted it treats the members
+ * installing it as gone and may never ack my mask). */
+static void take_trim(const struct vc_in *in, struct vc_state *st,
+		      uint32_t leader, uint64_t mask, struct vc_out *out)
+{
+	if (leader != in->me) {
+		adopt_from(in, st, leader, mask, out);
+		return;
+	}
+	for (uint32_t j = 0; j < in->n; j++)
+		if (j != in->me && !has(mask, j) &&
+		    adopt_from(in, st, j, mask, out))
+			return;
+}
+
+/* The leader, with no trim to take: once every survivor is wedged for my
+ * mask, per sender the least any survivor holds. */
 static void lead(const struct vc_in *in, struct vc_state *st, uint64_t mask,
 		 uint64_t joins, struct vc_out *out)
 {
 	uint64_t trim[VC_MAX_MEMBERS];
 
-	for (uint32_t j = 0; j < in->n; j++)
-		if (j != in->me && !has(mask, j) &&
-		    adopt_from(in, st, j, mask, out))
-			return;
 	for (uint32_t j = 0; j < in->n; j++)
 		if (j != in->me && !has(mask, j) &&
 		    in->rows[j].ack != mask + 1)
@@ -142,6 +153,23 @@ bool vc_step(const struct vc_in *in, struct vc_state *st, struct vc_out *out)
 	 * wedge stops that; the rest waits until it let go. */
 	if (in->installing)
 		return true;
+	for (uint32_t j = 0; j < in->n && leader == UINT32_MAX; j++)
+		if (!has(mask, j))
+			leader = j;
+	/* A trim that exists decided the view it replaces: taken before the
+	 * majority is judged. Judged against view 0 of 4, a member that
+	 * learns of a second failure just after the leader made the trim
+	 * for the first would stop, 2 of 4 reachable, while the trim's view
+	 * of 3 goes on with a majority and counts it gone. The rows are
+	 * read again with it: a member that adopted it too is installing,
+	 * not failed. */
+	if (!st->adopted) {
+		take_trim(in, st, leader, mask, out);
+		if (st->adopted) {
+			scan(in, st, &sc);
+			mask = sc.mask | sc.left;
+		}
+	}
 	/* Majority of the view being replaced, or of the one the adopted
 	 * trim decided. Members that left in order are not on the other
 	 * side of a partition: they count on neither. */
@@ -158,15 +186,8 @@ bool vc_step(const struct vc_in *in, struct vc_state *st, struct vc_out *out)
 	/* What I hold, and the mask I am wedged for. */
 	out->acts |= VC_ACT_PUBLISH;
 	out->ack = mask + 1;
-	for (uint32_t j = 0; j < in->n && leader == UINT32_MAX; j++)
-		if (!has(mask, j))
-			leader = j;
-	if (!st->adopted) {
-		if (leader == in->me)
-			lead(in, st, mask, sc.joins, out);
-		else
-			adopt_from(in, st, leader, mask, out);
-	}
+	if (!st->adopted && leader == in->me)
+		lead(in, st, mask, sc.joins, out);
 	if (!st->adopted)
 		return true;
 	/* Deliver and install once every other member of the next view

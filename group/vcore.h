@@ -30,8 +30,10 @@
  *
  * Majority: a change needs more than half of the view it replaces (or,
  * once a trim is adopted, of the view that trim decided); members that
- * left in order count on neither side. Without it the member stops and
- * says so in its row (it suspects itself), so the others count it gone.
+ * left in order count on neither side. A trim that exists (the leader's,
+ * with a mask within this member's) is adopted before the majority is
+ * judged. Without a majority the member stops and says so in its row (it
+ * suspects itself), so the others count it gone.
  *
  * Rows: each member's have, ack, trim, trim_adds and trim_mask are one
  * SST segment (read together, from one push).

@@ -344,6 +344,46 @@ static void test_leader_dies_after_one_adopted(void **state)
 	assert_int_equal(r.installed, 3);
 }
 
+/* 4 members: member 3 fails, leader 0 publishes its trim (without 3),
+ * member 1 adopts it and dies at once. Member 2, which acked that mask
+ * and holds 0's trim in its rows, learns of 1's death before it took the
+ * trim. It stopped: 2 of view 0's 4 failed, no majority. Member 0, which
+ * counts a stopped member gone, installed {0,1,2} and stopped there, cut
+ * off (tests/vm/view_second4.sh, now and then). The trim exists, and it
+ * decides the view: member 2 takes it first, and 2 of that view's 3 are
+ * a majority. */
+static void test_second_failure_before_adopting(void **state)
+{
+	(void)state;
+	struct vc_sim *s = scripted(4, 5, 3);
+	struct vc_sim_result r;
+
+	vc_sim_crash(s, 3);
+	for (uint32_t j = 0; j < 3; j++)
+		vc_sim_detect(s, j, 3);
+	run_until_adopted(s, 4, 0, 3, 3);
+	assert_true(vc_sim_adopted(s, 0));
+	/* 0's trim reaches 1 and 2; 1 adopts it, 2 does not look yet. */
+	for (uint32_t k = 1; k < 3; k++)
+		while (vc_sim_deliver(s, 0, k))
+			;
+	for (int i = 0; i < 200 && !vc_sim_adopted(s, 1); i++) {
+		vc_sim_member_step(s, 1);
+		while (vc_sim_deliver(s, 0, 1))
+			;
+	}
+	assert_true(vc_sim_adopted(s, 1));
+	assert_false(vc_sim_adopted(s, 2));
+	vc_sim_crash(s, 1);
+	vc_sim_drop(s, 1, 0);
+	vc_sim_drop(s, 1, 2);
+	vc_sim_detect(s, 2, 1);
+	vc_sim_detect(s, 0, 1);
+	finish_clean(s, &r);
+	assert_int_equal(r.stopped, 0);
+	assert_int_equal(r.installed, 2);
+}
+
 /* Run members round-robin, landing every push, for `rounds` rounds. */
 static void run_fair(struct vc_sim *s, uint32_t n, int rounds)
 {
@@ -523,6 +563,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_leader_dies_after_one_adopted),
+		cmocka_unit_test(test_second_failure_before_adopting),
 		cmocka_unit_test(test_leave_alone),
 		cmocka_unit_test(test_leaver_large),
 		cmocka_unit_test(test_refused_lease),
