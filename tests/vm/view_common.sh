@@ -37,11 +37,11 @@ now_ms() { local t=${EPOCHREALTIME/./}; echo "${t%???}"; }
 
 # start_members NAME ARGS...: member i (0..N-1) runs view_member --config
 # CFG --id i, the SETS, --rate RATE, --stop-file OUT/NAME.stop,
-# --transport-log TRANSPORT_LOG, ARGS and the words of ${EXTRA[i]}, output in OUT/NAME.i.out and .err, its history
-# (tests/vsync/log.h) in OUT/NAME.i.vlog; returns
-# once every member printed READY (fails after 180 s). Members stream
-# until stop_streaming NAME (or their --secs, 600 unless ARGS say
-# otherwise).
+# --transport-log TRANSPORT_LOG, ARGS and the words of ${EXTRA[i]},
+# output in OUT/NAME.i.out and .err, its history (tests/vsync/log.h) in
+# OUT/NAME.i.vlog; returns once every member printed READY (fails after
+# 180 s). Members stream until stop_streaming NAME (or their --secs, 600
+# unless ARGS say otherwise).
 start_members() {
     local name=$1 i
     shift
