@@ -282,6 +282,18 @@ static void run_until_adopted(struct vc_sim *s, uint32_t n, uint32_t until,
 		}
 }
 
+/* Member c of n crashes, every other member learns it, and they run
+ * until leader 0 adopted its trim. */
+static void crash_until_leader_adopts(struct vc_sim *s, uint32_t n, uint32_t c)
+{
+	vc_sim_crash(s, c);
+	for (uint32_t j = 0; j < n; j++)
+		if (j != c)
+			vc_sim_detect(s, j, c);
+	run_until_adopted(s, n, 0, c, c);
+	assert_true(vc_sim_adopted(s, 0));
+}
+
 /* A scripted run: n members (seed; VC_TRACE=1 traces it), each of which
  * sent `per` messages, all of them arrived everywhere. */
 static struct vc_sim *scripted(uint32_t n, uint64_t seed, int per)
@@ -319,11 +331,7 @@ static void test_leader_dies_after_one_adopted(void **state)
 	struct vc_sim *s = scripted(5, 7, 3);
 	struct vc_sim_result r;
 
-	vc_sim_crash(s, 4);
-	for (uint32_t j = 0; j < 4; j++)
-		vc_sim_detect(s, j, 4);
-	run_until_adopted(s, 5, 0, 4, 4);
-	assert_true(vc_sim_adopted(s, 0));
+	crash_until_leader_adopts(s, 5, 4);
 	/* Only member 2 reads 0's trim. */
 	vc_sim_drop(s, 0, 1);
 	vc_sim_drop(s, 0, 3);
@@ -358,11 +366,7 @@ static void test_second_failure_before_adopting(void **state)
 	struct vc_sim *s = scripted(4, 5, 3);
 	struct vc_sim_result r;
 
-	vc_sim_crash(s, 3);
-	for (uint32_t j = 0; j < 3; j++)
-		vc_sim_detect(s, j, 3);
-	run_until_adopted(s, 4, 0, 3, 3);
-	assert_true(vc_sim_adopted(s, 0));
+	crash_until_leader_adopts(s, 4, 3);
 	/* 0's trim reaches 1 and 2; 1 adopts it, 2 does not look yet. */
 	for (uint32_t k = 1; k < 3; k++)
 		while (vc_sim_deliver(s, 0, k))
