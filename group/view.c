@@ -188,6 +188,10 @@ bool group_view_pass(struct group *g, bool *work)
 		 * would wait for ever. */
 		if (g->v.core && !smc_core_error(g->v.core))
 			smc_core_wedge(g->v.core);
+		/* Peers that would wait for this member in a view that has it
+		 * (a trim it was in) are told it stopped, and go on without
+		 * it. */
+		rdma_sq_stop(g->v.node);
 		unsent_pass(g);
 		return true;
 	}
@@ -282,6 +286,14 @@ bool group_view_pass(struct group *g, bool *work)
 	if (out.acts & VC_ACT_ADOPT) {
 		sst_fence(g->v.t, g->v.vc_fence);
 		squall_hook(leads(g) ? "trim_published" : "trim_adopted");
+		if (!leads(g) && squall_hook_fail("stop_adopted")) {
+			group_fail(g, -ENOTCONN, "test hook stop_adopted: this "
+				   "member stops after adopting the trim of "
+				   "view %" PRIu64, g->vcfg.epoch);
+			sst_leave(g->v.t);
+			stop(g);
+			return true;
+		}
 	}
 	if (atomic_load(&g->failed))
 		return true;
@@ -452,6 +464,14 @@ static void install(struct group *g)
 	if (r) {
 		group_fail(g, r, "installing view %" PRIu64 " failed: %s",
 			   nv.epoch, err.msg);
+		/* The others install this view with this member in it. A
+		 * listener kept for it that no node took over would hold
+		 * their requests unanswered; closed, it refuses them, and
+		 * nothing listening at this member's address tells them it
+		 * is gone. A node that took it over says it stopped. */
+		rdma_sq_listener_free(g->listener);
+		g->listener = NULL;
+		rdma_sq_stop(g->v.node);
 		/* No progress pass of this view runs (it is not ready):
 		 * what was to be sent again is told lost here. */
 		group_report_resends_lost(g);

@@ -104,12 +104,27 @@ static void my_hello(const struct rdma_sq_node *node, uint64_t nonce,
 	hello_with(node, nonce, 0, buf);
 }
 
-/* A refusal's hello that says "alive, ask again" (RDMA_SQ_HELLO_BUSY):
- * no region target, whoever asked. */
+static bool node_stopped(const struct rdma_sq_node *node)
+{
+	return __atomic_load_n(&node->stopped, __ATOMIC_ACQUIRE);
+}
+
+/* A refusal's hello that says "alive, ask again" (RDMA_SQ_HELLO_BUSY), or
+ * once the member stopped, "gone for good" as well (a 1.1 asker reads
+ * only the first): no region target, whoever asked. */
 static void busy_hello(const struct rdma_sq_node *node, uint8_t *buf)
 {
 	hello_with(node, node->has_key ? squall_auth_nonce() : 0,
-		   RDMA_SQ_HELLO_BUSY, buf);
+		   RDMA_SQ_HELLO_BUSY |
+		   (node_stopped(node) ? RDMA_SQ_HELLO_STOPPED : 0), buf);
+}
+
+void rdma_sq_stop(struct rdma_sq_node *node)
+{
+	if (node && !__atomic_exchange_n(&node->stopped, true, __ATOMIC_ACQ_REL))
+		rdma_sq_log(node, RDMA_SQ_LOG_INFO, "this member has stopped: "
+			    "connection requests are refused as from a member "
+			    "that is gone");
 }
 
 /* Both sides have a group key, or neither. */
@@ -622,6 +637,17 @@ static int on_request(struct rdma_sq_node *node, const struct cm_event *ev,
 		rdma_destroy_id(ev->id);
 		return 0;
 	}
+	if (node_stopped(node)) {
+		/* The asker finds this member gone instead of waiting for it
+		 * (busy_hello says so). */
+		rdma_sq_log(node, RDMA_SQ_LOG_INFO, "refusing a connection "
+			    "request from member %u: this member has stopped",
+			    ev->hello.member_id);
+		busy_hello(node, hello);
+		rdma_reject(ev->id, hello, RDMA_SQ_WIRE_LEN);
+		rdma_destroy_id(ev->id);
+		return 0;
+	}
 	if (!p || p->active || p->state == PEER_UP || p->state == PEER_DEAD) {
 		/* A member of the group, or one that says so, that this node
 		 * cannot take now: not in this view (yet), or the side that
@@ -704,6 +730,28 @@ static void peer_gone(struct rdma_sq_node *node, struct rdma_sq_peer *p)
 			  "last view", p->who);
 }
 
+/* Whether a refusal's hello says its member p stopped for good
+ * (RDMA_SQ_HELLO_STOPPED). */
+static bool says_stopped(const struct rdma_sq_node *node,
+			 const struct rdma_sq_peer *p, const struct cm_event *ev)
+{
+	return ev->has_hello && (ev->hello.flags & RDMA_SQ_HELLO_STOPPED) &&
+	       ev->hello.major == node->opt.wire_major &&
+	       ev->hello.member_id == p->id;
+}
+
+/* p refused us saying it stopped: failed, found gone, and connect_all
+ * waits no more. */
+static void peer_stopped(struct rdma_sq_node *node, struct rdma_sq_peer *p)
+{
+	if (p->probe)
+		rdma_destroy_id(p->probe);
+	p->probe = NULL;
+	p->gone = true;
+	rdma_sq_peer_fail(node, p, "%s has stopped: its group failed, and it "
+			  "refused the connection saying so", p->who);
+}
+
 /* ---- probes: does a lower peer that kept its listener still listen? ---- */
 
 static void probe_later(struct rdma_sq_peer *p)
@@ -762,8 +810,13 @@ static void on_probe_event(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 			probe_later(p);
 		return;
 	case RDMA_CM_EVENT_REJECTED:
-		/* A refusal with its hello: alive. Its own request may be on
-		 * the way meanwhile: gone only while none came. */
+		/* A refusal with its hello: alive, unless it says it stopped.
+		 * Its own request may be on the way meanwhile: gone only while
+		 * none came. */
+		if (says_stopped(node, p, ev) && p->state == PEER_IDLE) {
+			peer_stopped(node, p);
+			return;
+		}
 		if (!ev->has_hello && no_listener(ev->status) &&
 		    p->state == PEER_IDLE) {
 			peer_gone(node, p);
@@ -784,6 +837,11 @@ static int on_rejected(struct rdma_sq_node *node, struct rdma_sq_peer *p,
 {
 	int ret;
 
+	if (says_stopped(node, p, ev)) {
+		drop_conn(p);
+		peer_stopped(node, p);
+		return 0;
+	}
 	if (ev->has_hello && (ev->hello.flags & RDMA_SQ_HELLO_BUSY) &&
 	    ev->hello.major == node->opt.wire_major) {
 		retry_later(node, p, "not now: it is alive, not in this view "

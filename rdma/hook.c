@@ -33,7 +33,8 @@ static const char *const die_points[] = {
 };
 static const char *const fail_points[] = {
 	"rdmc_lease", "p2p_garbage", "p2p_old_key", "stray_sst", "stray_ring",
-	"stray_rdmc", "teardown_late", "resend_stop", "rings_lease", NULL,
+	"stray_rdmc", "teardown_late", "resend_stop", "rings_lease",
+	"stop_adopted", NULL,
 };
 
 static struct hook hooks[] = {

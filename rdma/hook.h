@@ -47,6 +47,10 @@
  *                   lost, or after 10 s
  *   rings_lease     a view's build finds no room in the region for its
  *                   SMC rings (as when kept deliveries hold the old ones)
+ *   stop_adopted    a member that is not the leader stops right after
+ *                   pushing its adoption of the trim, as one that then
+ *                   lost its majority would: the others install the next
+ *                   view with it in it
  */
 #ifndef SQUALL_RDMA_HOOK_H
 #define SQUALL_RDMA_HOOK_H
@@ -60,7 +64,7 @@
 	"p2p_read_mid"
 #define SQUALL_HOOK_FAIL_POINTS \
 	"rdmc_lease, p2p_garbage, p2p_old_key, stray_sst, stray_ring, stray_rdmc, " \
-	"teardown_late, resend_stop, rings_lease"
+	"teardown_late, resend_stop, rings_lease, stop_adopted"
 
 #ifdef SQUALL_TEST_HOOKS
 void squall_hook(const char *point);

@@ -128,6 +128,9 @@ struct rdma_sq_node {
 	struct rdma_event_channel *ech;
 	struct rdma_cm_id *listen_id;
 	bool listening;               /* rdma_listen done (or kept so) */
+	/* rdma_sq_stop: the member stopped for good, and every request is
+	 * refused with a hello that says so (__atomic: any thread sets it). */
+	bool stopped;
 	/* opt.listener, until rdma_sq_create ends: bind_listener takes its
 	 * channel, id and protection domain, make_cache its cache and
 	 * register_region its region registration (when it fits). */

@@ -181,6 +181,14 @@ int rdma_sq_listener_keep(struct rdma_sq_node *node,
 bool rdma_sq_peer_refuses_with_hello(const struct rdma_sq_node *node,
 				     uint32_t peer);
 
+/* The member has stopped for good (its group failed): from now on node
+ * refuses every connection request with a hello that says so
+ * (RDMA_SQ_HELLO_STOPPED), and a peer that would wait for it to connect
+ * or to answer counts it gone at once instead (rdma_sq_connect_all:
+ * -EHOSTDOWN). The requests are answered while something polls the node.
+ * Any thread; it cannot be undone. */
+void rdma_sq_stop(struct rdma_sq_node *node);
+
 /* Close a kept listener no node took over (the requests waiting in it
  * are refused) and free its cache, region registration and protection
  * domain:

@@ -25,6 +25,13 @@
 #    messages again (test hook resend_stop);
 #  - rings: as rdmc_mid, and member 0's build of the next view fails
 #    (test hook rings_lease);
+#  - stopped: member 3 leaves in order, and member 1 stops right after
+#    adopting the trim (test hook stop_adopted), so the others install
+#    the next view with it;
+#  (in rings and stopped, the member that stops keeps its process 30 s
+#    before it closes its group, --linger-stopped: the survivors must
+#    find it gone from what it answers, or from nothing listening where
+#    it kept its listener, in well under that);
 #  - refused: member 2 cannot lease the buffer of its 5th large message
 #    (--fail-at rdmc_lease:5) and says so to the sender, which dies the
 #    moment it learns it (every other member has --die-at rdmc_refused):
@@ -91,15 +98,36 @@ for i in 0 2 3; do
 done
 echo "ok: rdmc_mid: a send from each survivor's view upcall was refused (-EAGAIN)"
 
-# resend_round NAME POINT: as rdmc_mid, and member 0's group fails at
-# POINT (a test hook of view_member --fail-at) while it installs the view
-# of 0, 2 and 3, its own messages past the trim still to be sent again.
+# stopped_soon NAME I SURVIVORS: member I's group stopped at a test hook
+# (its FAILING line) and its process lingers (--linger-stopped 30): the
+# survivors' view of exactly SURVIVORS (comma-separated) came within
+# 15 s of the hook. Waiting for I itself instead (group.view_timeout_ms
+# is an hour here) would take until its process ends.
+stopped_soon() {
+    local name=$1 victim=$2 members=$3 t0 t i
+    t0=$(val "$OUT/$name.$victim.err" "FAILING " wall_ms)
+    [ -n "$t0" ] || fail "$name: member $victim printed no FAILING line"
+    for i in ${members//,/ }; do
+        t=$(grep -E "^VIEW member=$i epoch=[0-9]+ members=$members " "$OUT/$name.$i.out" |
+            head -n1 | sed -n 's/.* wall_ms=\([0-9]*\).*/\1/p')
+        [ -n "$t" ] || fail "$name: member $i printed no view of $members"
+        [ $((t - t0)) -lt 15000 ] ||
+            fail "$name: member $i installed the view of $members $((t - t0)) ms after member $victim stopped (its process still ran): it waited for a member that had stopped"
+        echo "ok: $name: member $i installed the view of $members $((t - t0)) ms after member $victim stopped"
+    done
+}
+
+# resend_round NAME POINT [ARG...]: as rdmc_mid, and member 0's group
+# fails at POINT (a test hook of view_member --fail-at) while it installs
+# the view of 0, 2 and 3, its own messages past the trim still to be
+# sent again; ARGs go to member 0.
 # The application must learn of each of its sends exactly once: delivered
 # by the others, or told lost (send_failed); member 0 stops (exit status
 # 3), 2 and 3 go on in a view of themselves.
 resend_round() {
     local name=$1 point=$2
-    EXTRA=([0]="--fail-at $point" [1]="--die-at rdmc_mid:10")
+    shift 2
+    EXTRA=([0]="--fail-at $point $*" [1]="--die-at rdmc_mid:10")
     start_members "$name"
     wait_line "$OUT/$name.1.err" "^DYING " 180 "${PID[1]}" ||
         fail "$name: member 1 did not reach rdmc_mid within 180 s$(stop_note "$name" 1)"
@@ -123,7 +151,32 @@ resend_round resend resend_stop
 # region has no room for the rings: test hook rings_lease, at its second
 # passage, the first view's build being the first): what it was to send
 # again goes in no view.
-resend_round rings rings_lease:2
+resend_round rings rings_lease:2 --linger-stopped 30
+stopped_soon rings 0 2,3
+
+# stopped: the view of 0, 1 and 2 is decided when member 1 stops; its
+# node, still up, refuses the others' requests saying it stopped.
+EXTRA=([1]="--fail-at stop_adopted --linger-stopped 30" [3]="--secs 3")
+start_members stopped
+wait_line "$OUT/stopped.1.out" "^STOPPED member=1 " 180 "${PID[1]}" ||
+    fail "stopped: member 1 did not stop within 180 s$(stop_note stopped 1)"
+grep -q "^FAILING .*why=test hook stop_adopted" "$OUT/stopped.1.err" ||
+    fail "stopped: member 1's hook stop_adopted did not fire"
+KILL_MS[1]=$(val "$OUT/stopped.1.err" "FAILING " wall_ms)
+finish 3 180
+[ "$RC" = 0 ] || fail "stopped: member 3, leaving, exited with status $RC"
+# Member 1's history is whole once it closed: the survivors' views
+# first (they come while it lingers), then its end, then theirs.
+for i in 0 2; do
+    wait_line "$OUT/stopped.$i.out" "^VIEW member=$i epoch=[0-9]+ members=0,2 " 180 "${PID[$i]}" ||
+        fail "stopped: member $i installed no view with members 0,2 within 180 s$(stop_note stopped "$i")"
+done
+finish 1 120
+[ "$RC" = 3 ] || fail "stopped: member 1 exited with status $RC, not 3 (its group stopped)"
+end_round stopped "0 2" 1 0,2
+grep -q "^VIEW member=0 epoch=1 members=0,1,2 " "$OUT/stopped.0.out" ||
+    fail "stopped: member 0 did not install the view of 0, 1 and 2 first"
+stopped_soon stopped 1 0,2
 
 EXTRA=([0]="--die-at rdmc_refused" [1]="--die-at rdmc_refused"
        [2]="--fail-at rdmc_lease:5" [3]="--die-at rdmc_refused")

@@ -83,6 +83,9 @@
  * on another thread (group.h: upcalls never run two at a time); each one
  * that finds another running prints an OVERLAP line on stderr, naming
  * both, and counts in RESULT's overlaps.
+ * With --linger-stopped S a member whose group stopped waits S seconds
+ * before it closes the group (an application busy elsewhere): its
+ * process, and its node, stay up meanwhile.
  * With --transport-log L it prints the log upcall's lines up to level L
  * (0 errors, 1 with info, 2 with each connection event) on stderr, as
  *   TLOG member=I level=L wall_ms=T msg
@@ -213,6 +216,8 @@ struct member {
 
 	/* --transport-log: the highest level printed, -1 none */
 	int tlog_level;
+	/* --linger-stopped: seconds between the group's stop and the close */
+	unsigned linger_stopped_s;
 
 	/* upcalls found running beside another one */
 	atomic_uint_fast64_t overlaps;
@@ -896,7 +901,8 @@ static void usage(void)
 		"[--die-after-ms M] [--die-on-commit K] [--log FILE] "
 		"[--keep K] [--echo K] [--die-at POINT[:K]] "
 		"[--fail-at POINT[:K]] [--p2p-flood] [--check-unheld] [--view-send] "
-		"[--join] [--state-save-ms M] [--transport-log L]\n");
+		"[--join] [--state-save-ms M] [--transport-log L] "
+		"[--linger-stopped S]\n");
 }
 
 int main(int argc, char **argv)
@@ -922,6 +928,7 @@ int main(int argc, char **argv)
 		{ "join", no_argument, 0, 'J' },
 		{ "state-save-ms", required_argument, 0, 'S' },
 		{ "transport-log", required_argument, 0, 'T' },
+		{ "linger-stopped", required_argument, 0, 'L' },
 		{ 0, 0, 0, 0 },
 	};
 	static const size_t def_sizes[] = { 64, 1000, 4000, 200000, 8000 };
@@ -973,6 +980,7 @@ int main(int argc, char **argv)
 		case 'J': m->join = true; break;
 		case 'S': m->state_save_ms = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'T': m->tlog_level = atoi(optarg); break;
+		case 'L': m->linger_stopped_s = (unsigned)strtoul(optarg, NULL, 0); break;
 		case 'z':
 			for (char *t = strtok(optarg, ","); t && m->nsizes < MAX_SIZES;
 			     t = strtok(NULL, ","))
@@ -1039,6 +1047,8 @@ int main(int argc, char **argv)
 	r = group_status(m->g, &err);
 	if (r)
 		say_stopped(m, r, err.msg);
+	if (atomic_load(&m->stopped) && m->linger_stopped_s)
+		sleep(m->linger_stopped_s);
 	group_stats(m->g, &st);
 	/* A stopped group cannot flush: do not wait the full time for it. */
 	r = group_close(m->g, atomic_load(&m->stopped) ? 10000 : 120000, &err);
