@@ -110,8 +110,9 @@ static bool node_stopped(const struct rdma_sq_node *node)
 }
 
 /* A refusal's hello that says "alive, ask again" (RDMA_SQ_HELLO_BUSY), or
- * once the member stopped, "gone for good" as well (a 1.1 asker reads
- * only the first): no region target, whoever asked. */
+ * once the member stopped, "gone for good" as well (RDMA_SQ_HELLO_STOPPED,
+ * which an asker built before it does not read): no region target,
+ * whoever asked. */
 static void busy_hello(const struct rdma_sq_node *node, uint8_t *buf)
 {
 	hello_with(node, node->has_key ? squall_auth_nonce() : 0,

@@ -30,8 +30,8 @@
 #define RDMA_SQ_HELLO_BUSY 1u
 /* In a refusal, with RDMA_SQ_HELLO_BUSY: this member has stopped for good
  * (its group failed; rdma_sq_stop) and will take no connection again. An
- * asker that knows the flag counts it gone at once; a 1.1 one reads the
- * busy flag and asks again, as it did before the flag. */
+ * asker that knows the flag counts it gone at once; one built before the
+ * flag reads the busy flag and asks again until its own timeout. */
 #define RDMA_SQ_HELLO_STOPPED 2u
 
 struct rdma_sq_hello {
