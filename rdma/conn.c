@@ -718,17 +718,24 @@ static bool no_listener(int status)
 	return status == 8 || status == 28;
 }
 
-/* A peer that kept its listener (opt.listening) has none: its process is
- * gone (or closed its group). Failed, and connect_all waits no more. */
-static void peer_gone(struct rdma_sq_node *node, struct rdma_sq_peer *p)
+/* p is found gone (`why` follows its name): failed, and connect_all
+ * waits no more. */
+static void found_gone(struct rdma_sq_node *node, struct rdma_sq_peer *p,
+		       const char *why)
 {
 	if (p->probe)
 		rdma_destroy_id(p->probe);
 	p->probe = NULL;
 	p->gone = true;
-	rdma_sq_peer_fail(node, p, "%s is gone: nothing listens at its "
-			  "address any more, where it kept listening from its "
-			  "last view", p->who);
+	rdma_sq_peer_fail(node, p, "%s %s", p->who, why);
+}
+
+/* A peer that kept its listener (opt.listening) has none: its process is
+ * gone (or closed its group). */
+static void peer_gone(struct rdma_sq_node *node, struct rdma_sq_peer *p)
+{
+	found_gone(node, p, "is gone: nothing listens at its address any "
+		   "more, where it kept listening from its last view");
 }
 
 /* Whether a refusal's hello says its member p stopped for good
@@ -741,16 +748,11 @@ static bool says_stopped(const struct rdma_sq_node *node,
 	       ev->hello.member_id == p->id;
 }
 
-/* p refused us saying it stopped: failed, found gone, and connect_all
- * waits no more. */
+/* p refused us saying it stopped. */
 static void peer_stopped(struct rdma_sq_node *node, struct rdma_sq_peer *p)
 {
-	if (p->probe)
-		rdma_destroy_id(p->probe);
-	p->probe = NULL;
-	p->gone = true;
-	rdma_sq_peer_fail(node, p, "%s has stopped: its group failed, and it "
-			  "refused the connection saying so", p->who);
+	found_gone(node, p, "has stopped: its group failed, and it refused "
+		   "the connection saying so");
 }
 
 /* ---- probes: does a lower peer that kept its listener still listen? ---- */
