@@ -638,31 +638,29 @@ static int on_request(struct rdma_sq_node *node, const struct cm_event *ev,
 		rdma_destroy_id(ev->id);
 		return 0;
 	}
-	if (node_stopped(node)) {
-		/* The asker finds this member gone instead of waiting for it
-		 * (busy_hello says so). */
-		rdma_sq_log(node, RDMA_SQ_LOG_INFO, "refusing a connection "
-			    "request from member %u: this member has stopped",
-			    ev->hello.member_id);
-		busy_hello(node, hello);
-		rdma_reject(ev->id, hello, RDMA_SQ_WIRE_LEN);
-		rdma_destroy_id(ev->id);
-		return 0;
-	}
-	if (!p || p->active || p->state == PEER_UP || p->state == PEER_DEAD) {
+	if (node_stopped(node) || !p || p->active || p->state == PEER_UP ||
+	    p->state == PEER_DEAD) {
 		/* A member of the group, or one that says so, that this node
 		 * cannot take now: not in this view (yet), or the side that
 		 * connects (a higher member asking whether this one still
 		 * listens: start_probe), or one whose last connection is
 		 * still up or failed here (this member has not reached the
-		 * asker's view). The refusal says this member is alive. */
-		rdma_sq_log(node, p && p->active ? RDMA_SQ_LOG_DEBUG :
-			    RDMA_SQ_LOG_INFO, "refusing a connection request "
-			    "from member %u for now (%s)", ev->hello.member_id,
-			    !p ? "not in this view" : p->active ?
-			    "it asks whether this member listens" :
-			    p->state == PEER_UP ? "its last connection is up" :
-			    "failed in this view");
+		 * asker's view). The refusal says this member is alive; once
+		 * it stopped, that it is gone, and the asker waits no more
+		 * (busy_hello). */
+		if (node_stopped(node))
+			rdma_sq_log(node, RDMA_SQ_LOG_INFO, "refusing a "
+				    "connection request from member %u: this "
+				    "member has stopped", ev->hello.member_id);
+		else
+			rdma_sq_log(node, p && p->active ? RDMA_SQ_LOG_DEBUG :
+				    RDMA_SQ_LOG_INFO, "refusing a connection "
+				    "request from member %u for now (%s)",
+				    ev->hello.member_id, !p ? "not in this view" :
+				    p->active ? "it asks whether this member "
+				    "listens" : p->state == PEER_UP ?
+				    "its last connection is up" :
+				    "failed in this view");
 		busy_hello(node, hello);
 		rdma_reject(ev->id, hello, RDMA_SQ_WIRE_LEN);
 		rdma_destroy_id(ev->id);
