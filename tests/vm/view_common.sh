@@ -383,16 +383,23 @@ check_unsent() {
     echo "ok: $name: the survivors delivered $k of member $w's $sent messages; member $w was told the other $lost are lost, from counter $first ($(grep "^UNSENT member=$w " "$OUT/$name.$w.out" | sed 's/.* why=//'))"
 }
 
+# wait_members_view NAME SURVIVORS MEMBERS: each survivor installs a view
+# of exactly MEMBERS (comma-separated) within 180 s.
+wait_members_view() {
+    local name=$1 members=$3 i
+    for i in $2; do
+        wait_line "$OUT/$name.$i.out" "^VIEW member=$i epoch=[0-9]+ members=$members " 180 "${PID[$i]}" ||
+            fail "$name: member $i installed no view with members $members within 180 s$(stop_note "$name" "$i")"
+    done
+}
+
 # end_round NAME SURVIVORS DEAD MEMBERS: each survivor installs a view of
 # exactly MEMBERS (within 180 s), streams 3 s more and closes; then
 # check_survivors, the view change timed from KILL_MS of the first of DEAD
 # (ids, space-separated).
 end_round() {
-    local name=$1 surv=$2 dead=$3 members=$4 i
-    for i in $surv; do
-        wait_line "$OUT/$name.$i.out" "^VIEW member=$i epoch=[0-9]+ members=$members " 180 "${PID[$i]}" ||
-            fail "$name: member $i installed no view with members $members within 180 s$(stop_note "$name" "$i")"
-    done
+    local name=$1 surv=$2 dead=$3 members=$4
+    wait_members_view "$name" "$surv" "$members"
     sleep 3
     stop_streaming "$name"
     finish_members "$name" "$surv" 300 0
