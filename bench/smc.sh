@@ -319,22 +319,24 @@ done
 # ---- where a paced message's time goes ----
 echo
 echo "Where a paced message's time goes, 64 B, one sender (member 0); the receiver is member 1; means in us"
+echo "send_call: the sender's median time from its stamp to the return of group_ordered_send (here the post itself carries the write into the receiver's ring);"
 echo "send_to_found: send to the receiver's pass that found it in its ring (its mean latency less found_to_delivery);"
 echo "found_to_delivery: from there to delivery (stability, order); own: send to the sender's own delivery; per message: SST pushes, writes and progress-thread sleeps of the receiver, device packets of all members;"
 echo "vm_idle_pct: the VM's idle CPU meanwhile (0: every vCPU busy, and rxe's own kernel work waits its turn)"
-printf "%-22s %8s %9s %14s %18s %8s %12s %11s %10s %9s %12s\n" run p50_us mean_us send_to_found found_to_delivery own_us pushes/msg writes/msg sleeps/msg pkts/msg vm_idle_pct
-csv_header smc_breakdown run p50_us mean_us send_to_found_us found_to_delivery_us own_send_to_delivery_us sst_pushes_per_msg sst_writes_per_msg sleeps_per_msg pkts_per_msg vm_idle_pct
+printf "%-22s %8s %9s %10s %14s %18s %8s %12s %11s %10s %9s %12s\n" run p50_us mean_us send_call send_to_found found_to_delivery own_us pushes/msg writes/msg sleeps/msg pkts/msg vm_idle_pct
+csv_header smc_breakdown run p50_us mean_us send_call_us send_to_found_us found_to_delivery_us own_send_to_delivery_us sst_pushes_per_msg sst_writes_per_msg sleeps_per_msg pkts_per_msg vm_idle_pct
 breakdown() { # NAME DIR
-    local p50 mean ftd own pu wr sl pk stf idle
+    local p50 mean ftd own pu wr sl pk stf idle call
     p50=$(laf "$2" 64 1 p50_us) mean=$(laf "$2" 64 1 mean_us) ftd=$(laf "$2" 64 1 found_to_delivery_us)
+    call=$(laf "$2" 64 0 send_call_us)
     own=$(laf "$2" 64 0 own_send_to_delivery_us) pu=$(laf "$2" 64 1 sst_pushes_per_msg)
     wr=$(laf "$2" 64 1 sst_writes_per_msg) sl=$(laf "$2" 64 1 sleeps_per_msg) pk=$(laf "$2" 64 0 pkts_per_msg)
     idle=$(laf "$2" 64 1 vm_idle_pct)
     stf=-
     [ -n "$mean" ] && [ -n "$ftd" ] && stf=$(awk -v a="$mean" -v b="$ftd" 'BEGIN { printf "%.1f", a - b }')
-    printf "%-22s %8s %9s %14s %18s %8s %12s %11s %10s %9s %12s\n" "$1" "${p50:--}" "${mean:--}" "$stf" "${ftd:--}" \
-        "${own:--}" "${pu:--}" "${wr:--}" "${sl:--}" "${pk:--}" "${idle:--}"
-    csv_row smc_breakdown "$1" "${p50:--}" "${mean:--}" "$stf" "${ftd:--}" "${own:--}" "${pu:--}" "${wr:--}" "${sl:--}" "${pk:--}" "${idle:--}"
+    printf "%-22s %8s %9s %10s %14s %18s %8s %12s %11s %10s %9s %12s\n" "$1" "${p50:--}" "${mean:--}" "${call:--}" "$stf" \
+        "${ftd:--}" "${own:--}" "${pu:--}" "${wr:--}" "${sl:--}" "${pk:--}" "${idle:--}"
+    csv_row smc_breakdown "$1" "${p50:--}" "${mean:--}" "${call:--}" "$stf" "${ftd:--}" "${own:--}" "${pu:--}" "${wr:--}" "${sl:--}" "${pk:--}" "${idle:--}"
 }
 breakdown "$N members, ${IDLE3:-adaptive}" "$OUT"
 breakdown "2 members, spin" "$OUT/two"

@@ -49,7 +49,11 @@
  * (progress-thread sleeps, each ended by a wake-up), and
  * the mean found_to_delivery_us of others' messages (from the pass that
  * found one in its ring to its delivery: stability and order) and
- * own_send_to_delivery_us of its own. --latency-only runs only the paced
+ * own_send_to_delivery_us of its own; a sender's LAT line adds
+ * send_call_us, the median time from its stamp to the return of
+ * group_ordered_send (on Soft-RoCE between members of one host the post
+ * itself carries the write into the receiver's ring, so this is most of
+ * what a receiver waits). --latency-only runs only the paced
  * phase with one sender, at each size. Then group_close.
  * Exit status 0 only when every phase delivered what it should, in each
  * sender's order, and the group closed cleanly.
@@ -485,10 +489,16 @@ static void latency(struct bench *b, size_t size, uint32_t nsenders)
 	uint64_t sum = 0;
 	struct cpu c0, c1;
 
+	uint64_t *call = NULL;
+	uint32_t ncall = 0;
+
 	open_phase(b, nsenders, true, (uint64_t)nsenders * b->lat_count);
 	group_stats(b->g, &s0);
 	cpu_sample(&c0);
 	if (b->rank < nsenders) {
+		call = calloc(b->lat_count, sizeof(*call));
+		if (!call)
+			die(b, "send call samples", -ENOMEM, NULL);
 		for (uint32_t i = 0; i < b->lat_count; i++) {
 			struct buf_desc d;
 			struct hdr h;
@@ -498,6 +508,7 @@ static void latency(struct bench *b, size_t size, uint32_t nsenders)
 				die(b, "alloc_lease_wait", r, NULL);
 			h = (struct hdr){ now_ns(), b->phase, i, 0, 0 };
 			send_one(b, &d, &h);
+			call[ncall++] = now_ns() - h.ts_ns;
 			/* One in flight: wait for its delivery here. */
 			pthread_mutex_lock(&b->lock);
 			while (b->own_delivered <= i)
@@ -519,6 +530,11 @@ static void latency(struct bench *b, size_t size, uint32_t nsenders)
 	       b->nlat ? (double)sum / (double)b->nlat / 1e3 : 0.0);
 	cpu_print(&c0, &c1, b->delivered);
 	breakdown_print(&s0, &s1, (uint64_t)nsenders * b->lat_count);
+	if (ncall) {
+		qsort(call, ncall, sizeof(*call), cmp_u64);
+		printf(" send_call_us=%.1f", call[ncall / 2] / 1e3);
+	}
+	free(call);
 	printf("\n");
 	fflush(stdout);
 }
